@@ -1,0 +1,188 @@
+"""Conversation messages, and their JSON form for storage.
+
+Four kinds, told apart by ``role`` in their stored form: :class:`UserMessage`,
+:class:`AssistantMessage`, :class:`ToolResultMessage` and :class:`SystemMessage`.
+They are frozen dataclasses; :func:`message_to_dict` / :func:`message_from_dict`
+turn them into JSON-compatible dicts and back (validated by pydantic). A stored
+assistant message with no ``stop`` key loads with ``stop is None``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, TypeAlias
+
+from pydantic import TypeAdapter, ValidationError
+
+from zett_agent.stop import AgentStopError, StopInfo
+
+__all__ = [
+    "AssistantMessage",
+    "Message",
+    "SystemMessage",
+    "ToolCall",
+    "ToolResultMessage",
+    "Usage",
+    "UserMessage",
+    "message_from_dict",
+    "message_to_dict",
+    "messages_from_json",
+    "messages_to_json",
+]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call the model asked for.
+
+    ``arguments`` is the JSON text exactly as the model wrote it (it may be cut
+    off or invalid when the step stopped at the output limit).
+    """
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    def parsed_arguments(self) -> dict[str, Any]:
+        """The arguments as a dict. Raises ``ValueError`` when they are not a JSON object."""
+        value = json.loads(self.arguments or "{}")
+        if not isinstance(value, dict):
+            raise ValueError(f"tool call arguments are not a JSON object: {self.arguments!r}")
+        return value
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts of one model call (tokens; input includes cached input)."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    reasoning_tokens: int | None = None
+
+    def __add__(self, other: Usage) -> Usage:
+        def add(a: int | None, b: int | None) -> int | None:
+            return None if a is None and b is None else (a or 0) + (b or 0)
+
+        return Usage(
+            add(self.input_tokens, other.input_tokens),
+            add(self.output_tokens, other.output_tokens),
+            add(self.cached_input_tokens, other.cached_input_tokens),
+            add(self.reasoning_tokens, other.reasoning_tokens),
+        )
+
+
+@dataclass(frozen=True)
+class SystemMessage:
+    """Instructions for the model (sent as the provider's system prompt)."""
+
+    content: str
+
+
+@dataclass(frozen=True)
+class UserMessage:
+    """What the user (or the host, on the user's side) said."""
+
+    content: str
+
+
+@dataclass(frozen=True)
+class ToolResultMessage:
+    """The result of one tool call, sent back to the model."""
+
+    tool_call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class AssistantMessage:
+    """One answer of the model.
+
+    Attributes:
+        text: the visible text (a refusal text is kept here too).
+        tool_calls: the tool calls the model asked for, in order. Empty when the
+            step was refused or interrupted (they are withheld, see ``stop``).
+        stop: None when the step finished or asked for tools (and for every
+            message stored before this field existed); otherwise a
+            :class:`StopInfo` saying why it did not end normally.
+        usage: token counts of the call.
+        reasoning: reasoning/thinking text when the provider returned it.
+        model: the model that answered, as the provider named it.
+        provider: the provider name (``"anthropic"``, ``"openrouter"``...).
+        provider_record: the provider's own record of the message (e.g.
+            Anthropic content blocks with signatures), replayed as-is to the same
+            protocol so nothing the provider needs is lost. JSON-compatible.
+    """
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    stop: StopInfo | None = None
+    usage: Usage = field(default_factory=Usage)
+    reasoning: str = ""
+    model: str | None = None
+    provider: str | None = None
+    provider_record: Mapping[str, Any] | None = None
+
+    def raise_for_stop(self) -> AssistantMessage:
+        """Return this message, or raise :class:`AgentStopError` if it did not end normally."""
+        if self.stop is not None and not self.stop.ok:
+            raise AgentStopError(self.stop, self)
+        return self
+
+    def replace(self, **changes: Any) -> AssistantMessage:
+        """A copy with ``changes`` applied."""
+        return replace(self, **changes)
+
+
+Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolResultMessage
+Role = Literal["system", "user", "assistant", "tool"]
+
+_ROLE: dict[type[Any], Role] = {
+    SystemMessage: "system",
+    UserMessage: "user",
+    AssistantMessage: "assistant",
+    ToolResultMessage: "tool",
+}
+_ADAPTER: dict[str, TypeAdapter[Any]] = {role: TypeAdapter(cls) for cls, role in _ROLE.items()}
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    """The JSON-compatible form of ``message``: ``{"role": ..., <fields>}``."""
+    role = _ROLE[type(message)]
+    body: dict[str, Any] = _ADAPTER[role].dump_python(message, mode="json")
+    return {"role": role, **body}
+
+
+def message_from_dict(data: Mapping[str, Any]) -> Message:
+    """Load a message stored by :func:`message_to_dict`.
+
+    Raises ``ValueError`` (a pydantic ``ValidationError`` is a subclass) when the
+    data is not a message; unknown keys are ignored so newer stores stay readable.
+    """
+    rest = dict(data)
+    role = rest.pop("role", None)
+    adapter = _ADAPTER.get(role) if isinstance(role, str) else None
+    if adapter is None:
+        raise ValueError(f"not a stored message (role={role!r})")
+    try:
+        message: Message = adapter.validate_python(rest)
+    except ValidationError as error:
+        raise ValueError(f"stored {role} message is invalid: {error}") from error
+    return message
+
+
+def messages_to_json(messages: list[Message]) -> str:
+    """A JSON array of :func:`message_to_dict` forms."""
+    return json.dumps([message_to_dict(m) for m in messages], ensure_ascii=False)
+
+
+def messages_from_json(text: str) -> list[Message]:
+    """Inverse of :func:`messages_to_json`."""
+    data = json.loads(text)
+    if not isinstance(data, list):
+        raise ValueError("stored messages must be a JSON array")
+    return [message_from_dict(item) for item in data]

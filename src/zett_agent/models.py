@@ -1,0 +1,184 @@
+"""Models: a vendor row + a model name + an httpx client, ready to call.
+
+``Model("anthropic", "claude-sonnet-4-5")`` or :func:`resolve_model` with a
+``"provider:model-name"`` string. The key comes from ``api_key=`` or the vendor's
+key variable (``ANTHROPIC_API_KEY`` ...); the base URL from ``base_url=``, else
+``ZETT_<PROVIDER>_BASE_URL``, else the SDK-conventional variable where one exists
+(``ANTHROPIC_BASE_URL``, ``OPENAI_BASE_URL``, ``OLLAMA_HOST``), else the vendor's
+default.
+
+Transient failures before any output (429, 5xx, overloaded, connection errors)
+are retried up to ``max_retries`` times with exponential backoff, honouring the
+provider's retry-after. Nothing is retried once output has been streamed.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import replace
+
+import anyio
+import httpx
+
+from zett_agent.errors import ConfigError, ProviderError, TransportError
+from zett_agent.protocols import get_protocol
+from zett_agent.protocols.base import ModelRequest, ModelResponse, StreamEvent, WireProtocol
+from zett_agent.transport import send
+from zett_agent.vendors import Vendor, get_vendor
+
+__all__ = ["Model", "resolve_model"]
+
+
+class Model:
+    """A provider model to call.
+
+    Args:
+        vendor: a :class:`Vendor` row or a vendor name.
+        name: the model name as the provider spells it.
+        api_key: the key; default: the vendor's key variable.
+        base_url: the base URL; default as in the module docstring.
+        protocol: override the vendor's wire protocol (gateways such as OpenCode Zen).
+        max_retries: retries of a transient failure before any output.
+        idle_timeout: seconds without a byte from the provider before a stream is
+            ended (INTERRUPTED with the text kept, or a retryable error if empty).
+        connect_timeout: seconds to open the connection.
+        stream: whether to stream responses (default True).
+        client: an httpx.AsyncClient to use (its timeouts are then yours).
+        headers: extra HTTP headers sent with every request.
+    """
+
+    def __init__(
+        self,
+        vendor: Vendor | str,
+        name: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        protocol: str | None = None,
+        max_retries: int = 2,
+        idle_timeout: float = 60.0,
+        connect_timeout: float = 10.0,
+        stream: bool = True,
+        client: httpx.AsyncClient | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.vendor = get_vendor(vendor) if isinstance(vendor, str) else vendor
+        self.name = name
+        self.protocol: WireProtocol = get_protocol(protocol or self.vendor.protocol)
+        self.api_key = api_key if api_key is not None else _first_env(self.vendor.key_env)
+        if self.api_key is None and self.vendor.key_required:
+            raise ConfigError(
+                f"no API key for {self.vendor.name}: set "
+                f"{' or '.join(self.vendor.key_env)} or pass api_key="
+            )
+        self.base_url = (base_url or _base_url_from_env(self.vendor)).rstrip("/")
+        self.max_retries = max_retries
+        self.idle_timeout = idle_timeout
+        self.stream_responses = stream
+        self.extra_headers = dict(headers or {})
+        self._own_client = client is None
+        self._client = client or httpx.AsyncClient(
+            timeout=httpx.Timeout(idle_timeout, connect=connect_timeout)
+        )
+
+    @property
+    def provider(self) -> str:
+        """The vendor name (``"anthropic"``, ``"openrouter"``...)."""
+        return self.vendor.name
+
+    def __repr__(self) -> str:
+        return f"Model({self.provider}:{self.name} @ {self.base_url})"
+
+    async def ensure_ready(self) -> None:
+        """Hook for models that need to start something (a local server) first."""
+
+    async def aclose(self) -> None:
+        """Close the HTTP client this model made (and anything it started)."""
+        if self._own_client:
+            await self._client.aclose()
+
+    def headers(self) -> dict[str, str]:
+        """Auth and vendor headers for a request (the key is never logged or stored)."""
+        headers = dict(self.vendor.headers)
+        if self.api_key:
+            if self.vendor.auth == "bearer":
+                headers["authorization"] = f"Bearer {self.api_key}"
+            elif self.vendor.auth == "x-api-key":
+                headers["x-api-key"] = self.api_key
+            elif self.vendor.auth == "x-goog-api-key":
+                headers["x-goog-api-key"] = self.api_key
+        headers.update(self.extra_headers)
+        return headers
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent | ModelResponse]:
+        """Yield the stream events of one call, then its :class:`ModelResponse`.
+
+        Raises :class:`~zett_agent.errors.ProviderError` or
+        :class:`~zett_agent.errors.TransportError` when the call fails with no
+        output, after the retries.
+        """
+        await self.ensure_ready()
+        request = replace(request, model=request.model or self.name)
+        if not self.stream_responses:
+            request = replace(request, stream=False)
+        http_request = self.protocol.encode_request(request, self.vendor)
+        url = self.base_url + http_request.path
+        attempt = 0
+        while True:
+            yielded = False
+            try:
+                decoder = self.protocol.decoder(self.vendor)
+                async for item in send(self._client, url, http_request, self.headers(), decoder):
+                    yielded = True
+                    yield item
+                return
+            except (ProviderError, TransportError) as error:
+                if yielded or not error.retryable or attempt >= self.max_retries:
+                    raise
+                delay = getattr(error, "retry_after", None)
+                if delay is None:
+                    delay = min(8.0, 0.5 * 2**attempt) * (0.5 + random.random() / 2)
+                attempt += 1
+                await anyio.sleep(min(delay, 60.0))
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Run one call to the end and return its :class:`ModelResponse`."""
+        async for item in self.stream(request):
+            if isinstance(item, ModelResponse):
+                return item
+        raise TransportError("the call ended without a response")  # pragma: no cover
+
+
+def _first_env(names: tuple[str, ...]) -> str | None:
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
+
+
+def _base_url_from_env(vendor: Vendor) -> str:
+    url = _first_env((vendor.base_url_variable, *vendor.base_url_env)) or vendor.base_url
+    if "://" not in url:  # OLLAMA_HOST may be host:port
+        url = "http://" + url
+    return url
+
+
+def resolve_model(model: Model | str, **options: object) -> Model:
+    """A :class:`Model` from a Model or a ``"provider:model-name"`` string.
+
+    Raises :class:`~zett_agent.errors.ConfigError` for a string without a provider
+    or an unknown provider. ``options`` are passed to :class:`Model`.
+    """
+    if isinstance(model, Model):
+        return model
+    provider, sep, name = model.partition(":")
+    if not sep or not provider or not name:
+        raise ConfigError(f"model must be 'provider:model-name', got {model!r}")
+    if provider == "llamacpp" and "base_url" not in options:
+        from zett_agent.local import LocalLlamaModel
+
+        return LocalLlamaModel(name, **options)  # type: ignore[arg-type]
+    return Model(provider, name, **options)  # type: ignore[arg-type]

@@ -1,0 +1,395 @@
+"""The shape every wire protocol has: request in, sans-IO decoder out.
+
+A :class:`WireProtocol` turns a :class:`ModelRequest` into an :class:`HTTPRequest`
+(path, JSON body, headers) and makes one :class:`Decoder` per response. A decoder
+never touches a socket: it is fed what came over HTTP (SSE events, NDJSON lines,
+a whole body, or an error status and body) and returns normalized
+:data:`StreamEvent` values and, at the end, one :class:`ModelResponse`. Streaming
+and non-streaming share it, so recordings replay, fuzz and benchmark without I/O.
+
+Decoders accumulate through :class:`ResponseBuilder`, the one place where text,
+reasoning and tool-call fragments become a message.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from zett_agent.errors import DecodeError
+from zett_agent.messages import AssistantMessage, Message, ToolCall, Usage
+from zett_agent.stop import StopInfo, StopReason
+
+if TYPE_CHECKING:
+    from zett_agent.vendors import Vendor
+
+__all__ = [
+    "Decoder",
+    "HTTPRequest",
+    "ModelRequest",
+    "ModelResponse",
+    "ReasoningDelta",
+    "ResponseBuilder",
+    "StreamEvent",
+    "TextDelta",
+    "ToolCallDelta",
+    "ToolSpec",
+    "WireProtocol",
+    "load_json",
+    "retry_after_seconds",
+]
+
+
+# ---------------------------------------------------------------- stream events
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of visible answer text (refusal text included)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A piece of reasoning / thinking text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A fragment of tool call number ``index`` (0-based, in final order).
+
+    ``id`` and ``name`` are set on the fragment that first carried them;
+    ``arguments`` is a piece of the JSON argument text (may be empty).
+    """
+
+    index: int
+    id: str | None
+    name: str | None
+    arguments: str
+
+
+StreamEvent: TypeAlias = TextDelta | ReasoningDelta | ToolCallDelta
+
+
+# ---------------------------------------------------------------- requests
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool offered to the model: name, description and JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+@dataclass
+class ModelRequest:
+    """One request to a model, before it is put in a provider's wire format.
+
+    ``max_tokens`` is the output limit in tokens; ``extra_body`` is merged into
+    the JSON body last (provider-specific options); ``tool_choice`` is
+    ``"auto"``, ``"none"``, ``"required"`` or a tool name.
+    """
+
+    model: str
+    messages: list[Message]
+    tools: list[ToolSpec] = field(default_factory=list)
+    max_tokens: int | None = None
+    temperature: float | None = None
+    stop_sequences: list[str] = field(default_factory=list)
+    tool_choice: str | None = None
+    stream: bool = True
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class HTTPRequest:
+    """What to send: ``path`` is appended to the vendor base URL.
+
+    ``response_format`` says how a 2xx body is read: ``"sse"``, ``"ndjson"`` or
+    ``"json"`` (non-streaming).
+    """
+
+    path: str
+    body: Mapping[str, Any]
+    response_format: Literal["sse", "ndjson", "json"]
+    headers: Mapping[str, str] = field(default_factory=dict)
+    params: Mapping[str, str] = field(default_factory=dict)
+    method: str = "POST"
+
+
+# ---------------------------------------------------------------- responses
+
+
+@dataclass(frozen=True)
+class ModelResponse:
+    """The normalized result of one model call.
+
+    ``stop_info`` is always set (END_TURN and TOOL_USE included); ``stop`` is the
+    value the runtime stores on the message: None for a normal end.
+    ``provider_record`` is the provider's own record of the assistant message,
+    replayed unchanged to the same protocol.
+    """
+
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    stop_info: StopInfo
+    usage: Usage = field(default_factory=Usage)
+    reasoning: str = ""
+    model: str | None = None
+    provider_record: Mapping[str, Any] | None = None
+
+    @property
+    def stop(self) -> StopInfo | None:
+        """The StopInfo when the step did not end normally, else None."""
+        return None if self.stop_info.ok else self.stop_info
+
+    def to_message(self, provider: str | None = None) -> AssistantMessage:
+        """The :class:`AssistantMessage` this response becomes."""
+        return AssistantMessage(
+            text=self.text,
+            tool_calls=self.tool_calls,
+            stop=self.stop,
+            usage=self.usage,
+            reasoning=self.reasoning,
+            model=self.model,
+            provider=provider,
+            provider_record=self.provider_record,
+        )
+
+
+class _CallAccumulator:
+    __slots__ = ("arguments", "id", "index", "name")
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.id: str | None = None
+        self.name: str | None = None
+        self.arguments: list[str] = []
+
+
+class ResponseBuilder:
+    """Accumulates decoded pieces into a :class:`ModelResponse`.
+
+    Tool calls are keyed by whatever identifies a call on the wire (an index, an
+    item id, a content-block index); their order is the order keys first appear.
+    """
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._calls: dict[Hashable, _CallAccumulator] = {}
+        self.usage = Usage()
+        self.model: str | None = None
+
+    # -- adding
+    def text(self, piece: str) -> list[StreamEvent]:
+        """Add answer text; returns the event to emit (none for an empty piece)."""
+        if not piece:
+            return []
+        self._text.append(piece)
+        return [TextDelta(piece)]
+
+    def reasoning(self, piece: str) -> list[StreamEvent]:
+        """Add reasoning text; returns the event to emit (none for an empty piece)."""
+        if not piece:
+            return []
+        self._reasoning.append(piece)
+        return [ReasoningDelta(piece)]
+
+    def tool_call(
+        self,
+        key: Hashable,
+        *,
+        id: str | None = None,
+        name: str | None = None,
+        arguments: str | None = None,
+    ) -> list[StreamEvent]:
+        """Start or extend the tool call identified by ``key``.
+
+        ``id``/``name`` fill in when not yet known (an empty string counts as
+        unknown); ``arguments`` is appended.
+        """
+        call = self._calls.get(key)
+        if call is None:
+            call = self._calls[key] = _CallAccumulator(len(self._calls))
+        new_id = id if id and not call.id else None
+        new_name = name if name and not call.name else None
+        if new_id:
+            call.id = new_id
+        if new_name:
+            call.name = new_name
+        if arguments:
+            call.arguments.append(arguments)
+        if new_id is None and new_name is None and not arguments:
+            return []
+        return [ToolCallDelta(call.index, new_id, new_name, arguments or "")]
+
+    def has_tool_call(self, key: Hashable) -> bool:
+        return key in self._calls
+
+    def tool_call_id(self, key: Hashable) -> str | None:
+        call = self._calls.get(key)
+        return call.id if call else None
+
+    def set_usage(self, usage: Usage) -> None:
+        """Replace the usage (providers that report cumulative or last-wins usage)."""
+        self.usage = usage
+
+    # -- reading
+    @property
+    def has_output(self) -> bool:
+        """Whether any text, reasoning or tool call has arrived."""
+        return bool(self._text or self._reasoning or self._calls)
+
+    @property
+    def current_text(self) -> str:
+        return "".join(self._text)
+
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        return tuple(
+            ToolCall(
+                id=c.id or f"call_{c.index}",
+                name=c.name or "",
+                arguments="".join(c.arguments) or "{}",
+            )
+            for c in self._calls.values()
+        )
+
+    def build(
+        self,
+        stop_info: StopInfo,
+        provider_record: Mapping[str, Any] | None = None,
+    ) -> ModelResponse:
+        return ModelResponse(
+            text="".join(self._text),
+            tool_calls=self.tool_calls(),
+            stop_info=stop_info,
+            usage=self.usage,
+            reasoning="".join(self._reasoning),
+            model=self.model,
+            provider_record=provider_record,
+        )
+
+
+# ---------------------------------------------------------------- interfaces
+
+
+class Decoder(ABC):
+    """Sans-IO decoder for one response. Feed it, then call :meth:`finish`.
+
+    Methods raise :class:`~zett_agent.errors.ProviderError` subclasses for an
+    error with no output to keep, and never any other exception for bad input:
+    malformed pieces become OTHER/INTERRUPTED stops with the raw kept.
+    """
+
+    def __init__(self, vendor: Vendor) -> None:
+        self.vendor = vendor
+        self.builder = ResponseBuilder()
+
+    def feed_sse(self, event: str, data: str) -> list[StreamEvent]:
+        """Feed one SSE event (``event`` is "message" when unnamed)."""
+        raise NotImplementedError(f"{type(self).__name__} does not read SSE")
+
+    def feed_line(self, line: str) -> list[StreamEvent]:
+        """Feed one NDJSON line."""
+        raise NotImplementedError(f"{type(self).__name__} does not read NDJSON")
+
+    @abstractmethod
+    def finish(self) -> ModelResponse:
+        """The stream ended (cleanly or not): the final response.
+
+        A stream that ended before its terminal event is INTERRUPTED with the
+        text kept, or raises :class:`~zett_agent.errors.TransportError`-like
+        errors when nothing arrived.
+        """
+
+    @abstractmethod
+    def decode_body(self, body: bytes) -> ModelResponse:
+        """Decode a whole non-streaming 2xx body."""
+
+    @abstractmethod
+    def decode_error(self, status: int, headers: Mapping[str, str], body: bytes) -> ModelResponse:
+        """Decode a non-2xx answer: a refusal becomes a REFUSAL response with no
+        text; anything else raises :class:`~zett_agent.errors.ProviderHTTPError`."""
+
+
+class WireProtocol(ABC):
+    """One wire protocol (Anthropic Messages, OpenAI Chat, ...)."""
+
+    name: str
+
+    @abstractmethod
+    def encode_request(self, request: ModelRequest, vendor: Vendor) -> HTTPRequest:
+        """Put ``request`` in this protocol's wire format."""
+
+    @abstractmethod
+    def decoder(self, vendor: Vendor) -> Decoder:
+        """A fresh decoder for one response."""
+
+    def without_tool_calls(self, record: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        """``record`` (a provider record) with every tool call removed.
+
+        Used when tool calls are withheld, so a replayed history never holds a
+        tool call without a result. The default drops the record entirely.
+        """
+        return None
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def load_json(body: bytes | str) -> Any:
+    """Parse a JSON body; raises :class:`DecodeError` with a short excerpt."""
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError) as error:
+        text = body[:200] if isinstance(body, str) else body[:200].decode("utf-8", "replace")
+        raise DecodeError(f"body is not JSON: {text!r}") from error
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """Seconds from a ``retry-after`` / ``retry-after-ms`` header, if given as a number."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    ms = lowered.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    value = lowered.get("retry-after")
+    if value:
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            return None
+    return None
+
+
+def stop(
+    reason: StopReason,
+    raw: str | None = None,
+    *,
+    category: str | None = None,
+    message: str | None = None,
+    recommended_model: str | None = None,
+    detail: Mapping[str, Any] | None = None,
+) -> StopInfo:
+    """Shorthand for building a :class:`StopInfo` in decoders."""
+    return StopInfo(reason, raw, category, message, recommended_model, dict(detail or {}))
+
+
+def as_text(value: Any) -> str | None:
+    """``value`` if it is a non-empty string, else None."""
+    return value if isinstance(value, str) and value else None
+
+
+def first(items: Sequence[Any]) -> Any:
+    return items[0] if items else None

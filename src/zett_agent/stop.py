@@ -1,0 +1,127 @@
+"""The stop vocabulary: why one model step ended.
+
+Every wire protocol reads its provider's report (a finish/stop value, a refusal in
+the content, a refusal sent as an HTTP error, an error inside a 200 stream) into a
+:class:`StopInfo`. The runtime puts it on ``AssistantMessage.stop`` only when the
+step did not end normally; a normal end or a tool request leaves ``stop`` as None.
+
+Exception tree of this module::
+
+    Exception
+     └── AgentStopError      raised only by AssistantMessage.raise_for_stop()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+__all__ = ["AgentStopError", "StopInfo", "StopReason"]
+
+
+class StopReason(str, Enum):
+    """The normalized reason a model step stopped. Values are the lowercase names."""
+
+    END_TURN = "end_turn"
+    """The model finished, or hit a stop sequence you set."""
+    TOOL_USE = "tool_use"
+    """The model asked for tools."""
+    MAX_OUTPUT = "max_output"
+    """The output limit was reached; text or a tool call's arguments is cut off."""
+    CONTEXT_FULL = "context_full"
+    """The context window filled; the output is cut off."""
+    REFUSAL = "refusal"
+    """The model, or a safety system in front of it, declined."""
+    INTERRUPTED = "interrupted"
+    """Infrastructure ended the response: a provider error, a dropped stream, no capacity."""
+    PAUSED = "paused"
+    """The provider handed control back and wants the turn continued."""
+    OTHER = "other"
+    """A value this library does not know; ``StopInfo.raw`` has it."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_NORMAL = frozenset({StopReason.END_TURN, StopReason.TOOL_USE})
+_TRUNCATED = frozenset({StopReason.MAX_OUTPUT, StopReason.CONTEXT_FULL})
+
+
+@dataclass(frozen=True)
+class StopInfo:
+    """Why one model step stopped, normalized, with what the provider said kept.
+
+    Attributes:
+        reason: the normalized :class:`StopReason`. Branch on this.
+        raw: the provider's own value, unchanged (``"content_filter"``,
+            ``"model_context_window_exceeded"``); None when it gave none.
+        category: the provider's policy category (Anthropic ``"cyber"``, Google
+            ``"SAFETY"``) or, if it has none, the raw value.
+        message: a sentence for a person (Anthropic's explanation, Google's
+            finishMessage, an OpenAI refusal text). Show it; do not parse it.
+        recommended_model: a model the provider suggests retrying on.
+        detail: provider-specific facts with no normalized home, such as an
+            OpenRouter ``native_finish_reason`` or ``withheld_tool_calls``.
+            JSON-compatible.
+    """
+
+    reason: StopReason
+    raw: str | None = None
+    category: str | None = None
+    message: str | None = None
+    recommended_model: str | None = None
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """Whether the step ended normally: it finished, or it asked for tools."""
+        return self.reason in _NORMAL
+
+    @property
+    def refused(self) -> bool:
+        """Whether the model or a safety system declined."""
+        return self.reason is StopReason.REFUSAL
+
+    @property
+    def truncated(self) -> bool:
+        """Whether the output ran into a limit and is cut off."""
+        return self.reason in _TRUNCATED
+
+    def describe(self) -> str:
+        """One line for a log or a notice, such as ``refusal (cyber): ...``.
+
+        Parts the provider did not give are left out: ``"refusal"``,
+        ``"refusal (cyber)"``, ``"max_output: Output cut at 5 tokens."``.
+        """
+        line = self.reason.value
+        if self.category:
+            line += f" ({self.category})"
+        if self.message:
+            line += f": {self.message}"
+        return line
+
+    def with_detail(self, **extra: Any) -> StopInfo:
+        """Return a copy whose ``detail`` also holds ``extra`` (JSON-compatible values)."""
+        return StopInfo(
+            reason=self.reason,
+            raw=self.raw,
+            category=self.category,
+            message=self.message,
+            recommended_model=self.recommended_model,
+            detail={**self.detail, **extra},
+        )
+
+
+class AgentStopError(Exception):
+    """A step did not end normally and the caller asked to be told by an exception.
+
+    Raised only by ``AssistantMessage.raise_for_stop()``; the runtime never raises
+    it on its own. ``stop`` holds the :class:`StopInfo`, ``message`` the message.
+    """
+
+    def __init__(self, stop: StopInfo, message: Any = None) -> None:
+        super().__init__(stop.describe())
+        self.stop = stop
+        self.message = message

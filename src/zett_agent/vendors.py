@@ -1,0 +1,245 @@
+"""The vendor table: one row per provider, no code per vendor.
+
+A :class:`Vendor` names its wire protocol, base URL, key variable, the stop values
+it adds to its protocol's table, and how its refusals arrive as HTTP errors. The
+decoders read these rows; a vendor quirk is a row entry, never an ``if vendor ==``.
+
+Sources for each row are the provider documents listed in ``docs`` and
+``../shared/corpus/WIRE.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+from zett_agent.stop import StopInfo, StopReason
+
+__all__ = ["VENDORS", "HTTPRefusal", "Vendor", "get_vendor", "match_http_refusal"]
+
+Protocol = Literal["anthropic", "openai-chat", "openai-responses", "gemini", "ollama"]
+Auth = Literal["bearer", "x-api-key", "x-goog-api-key", "none"]
+
+
+@dataclass(frozen=True)
+class HTTPRefusal:
+    """An HTTP error status that is a refusal, not a failure.
+
+    The rule matches when the status equals ``status`` and the value at the dotted
+    ``path`` in the JSON error body is one of ``values`` (or, when ``values`` is
+    empty, is present and not empty). ``category`` is a fixed category, or None to
+    use the matched value; ``message_path`` says where the explanation is.
+    """
+
+    status: int
+    path: str
+    values: frozenset[str] = frozenset()
+    category: str | None = None
+    message_path: str = "error.message"
+
+
+@dataclass(frozen=True)
+class Vendor:
+    """One provider: where it is, how to authenticate, how it says why it stopped.
+
+    ``finish_reasons`` maps this vendor's own stop values (beyond its protocol's
+    table) to a :class:`StopReason`. ``key_env``: variables holding the API key,
+    first set wins. ``base_url_env``: SDK-conventional variables for the base URL,
+    read after ``ZETT_<NAME>_BASE_URL``.
+    """
+
+    name: str
+    protocol: Protocol
+    base_url: str
+    key_env: tuple[str, ...] = ()
+    base_url_env: tuple[str, ...] = ()
+    auth: Auth = "bearer"
+    finish_reasons: Mapping[str, StopReason] = field(default_factory=dict)
+    http_refusals: tuple[HTTPRefusal, ...] = ()
+    headers: Mapping[str, str] = field(default_factory=dict)
+    key_required: bool = True
+    docs: str = ""
+
+    @property
+    def base_url_variable(self) -> str:
+        """``ZETT_<NAME>_BASE_URL`` (dashes become underscores)."""
+        return f"ZETT_{self.name.upper().replace('-', '_')}_BASE_URL"
+
+
+_R = StopReason
+
+_VENDORS: list[Vendor] = [
+    Vendor(
+        "anthropic",
+        "anthropic",
+        "https://api.anthropic.com",
+        key_env=("ANTHROPIC_API_KEY",),
+        base_url_env=("ANTHROPIC_BASE_URL",),
+        auth="x-api-key",
+        headers={"anthropic-version": "2023-06-01"},
+        docs="https://docs.anthropic.com/en/api/handling-stop-reasons",
+    ),
+    Vendor(
+        "openai",
+        "openai-chat",
+        "https://api.openai.com/v1",
+        key_env=("OPENAI_API_KEY",),
+        base_url_env=("OPENAI_BASE_URL",),
+        docs="https://platform.openai.com/docs/api-reference/chat/object",
+    ),
+    Vendor(
+        "openai-responses",
+        "openai-responses",
+        "https://api.openai.com/v1",
+        key_env=("OPENAI_API_KEY",),
+        base_url_env=("OPENAI_BASE_URL",),
+        docs="https://platform.openai.com/docs/api-reference/responses/object",
+    ),
+    Vendor(
+        "deepseek",
+        "openai-chat",
+        "https://api.deepseek.com",
+        key_env=("DEEPSEEK_API_KEY",),
+        finish_reasons={
+            "insufficient_system_resource": _R.INTERRUPTED,
+            "aborted": _R.INTERRUPTED,
+        },
+        docs="https://api-docs.deepseek.com/api/create-chat-completion",
+    ),
+    Vendor(
+        "glm",
+        "openai-chat",
+        "https://api.z.ai/api/paas/v4",
+        key_env=("ZAI_API_KEY", "ZHIPUAI_API_KEY"),
+        finish_reasons={
+            "sensitive": _R.REFUSAL,
+            "model_context_window_exceeded": _R.CONTEXT_FULL,
+            "network_error": _R.INTERRUPTED,
+        },
+        docs="https://docs.z.ai/api-reference/llm/chat-completion",
+    ),
+    Vendor(
+        "kimi",
+        "openai-chat",
+        "https://api.moonshot.ai/v1",
+        key_env=("MOONSHOT_API_KEY",),
+        http_refusals=(HTTPRefusal(400, "error.type", frozenset({"content_filter"})),),
+        docs="https://platform.moonshot.ai/docs/api/chat",
+    ),
+    Vendor(
+        "openrouter",
+        "openai-chat",
+        "https://openrouter.ai/api/v1",
+        key_env=("OPENROUTER_API_KEY",),
+        finish_reasons={"error": _R.INTERRUPTED},
+        http_refusals=(
+            HTTPRefusal(403, "error.metadata.reasons", category="moderation"),
+            HTTPRefusal(403, "error.metadata.patterns", category="guardrail"),
+        ),
+        docs="https://openrouter.ai/docs/api-reference/errors",
+    ),
+    Vendor(
+        "mistral",
+        "openai-chat",
+        "https://api.mistral.ai/v1",
+        key_env=("MISTRAL_API_KEY",),
+        finish_reasons={"model_length": _R.CONTEXT_FULL, "error": _R.INTERRUPTED},
+        docs="https://docs.mistral.ai/api/#tag/chat",
+    ),
+    Vendor(
+        "qwen",
+        "openai-chat",
+        "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
+        key_env=("DASHSCOPE_API_KEY",),
+        docs="https://www.alibabacloud.com/help/en/model-studio/use-qwen-by-calling-api",
+    ),
+    Vendor(
+        "groq",
+        "openai-chat",
+        "https://api.groq.com/openai/v1",
+        key_env=("GROQ_API_KEY",),
+        docs="https://console.groq.com/docs/api-reference#chat-create",
+    ),
+    Vendor(
+        "xai",
+        "openai-chat",
+        "https://api.x.ai/v1",
+        key_env=("XAI_API_KEY",),
+        docs="https://docs.x.ai/docs/api-reference#chat-completions",
+    ),
+    Vendor(
+        "llamacpp",
+        "openai-chat",
+        "http://127.0.0.1:8080/v1",
+        key_env=("LLAMACPP_API_KEY",),
+        key_required=False,
+        docs="https://llama-cpp-python.readthedocs.io/en/latest/server/",
+    ),
+    Vendor(
+        "google",
+        "gemini",
+        "https://generativelanguage.googleapis.com/v1beta",
+        key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+        auth="x-goog-api-key",
+        docs="https://ai.google.dev/api/generate-content#FinishReason",
+    ),
+    Vendor(
+        "ollama",
+        "ollama",
+        "http://localhost:11434",
+        key_env=("OLLAMA_API_KEY",),
+        base_url_env=("OLLAMA_HOST",),
+        key_required=False,
+        docs="https://github.com/ollama/ollama/blob/main/docs/api.md",
+    ),
+]
+
+VENDORS: Mapping[str, Vendor] = MappingProxyType({v.name: v for v in _VENDORS})
+"""Every known vendor by name."""
+
+
+def get_vendor(name: str) -> Vendor:
+    """The vendor called ``name``. Raises :class:`~zett_agent.errors.ConfigError`."""
+    from zett_agent.errors import ConfigError
+
+    try:
+        return VENDORS[name]
+    except KeyError:
+        known = ", ".join(sorted(VENDORS))
+        raise ConfigError(f"unknown provider {name!r}; known providers: {known}") from None
+
+
+def dig(data: Any, path: str) -> Any:
+    """The value at dotted ``path`` in nested dicts, or None."""
+    for part in path.split("."):
+        if not isinstance(data, Mapping):
+            return None
+        data = data.get(part)
+    return data
+
+
+def match_http_refusal(vendor: Vendor, status: int, body: Any) -> StopInfo | None:
+    """A REFUSAL StopInfo when ``status`` + JSON ``body`` match one of the vendor's
+    :class:`HTTPRefusal` rules, else None. ``raw`` is the matched value; ``detail``
+    keeps the status and the error body."""
+    for rule in vendor.http_refusals:
+        if rule.status != status:
+            continue
+        value = dig(body, rule.path)
+        if value in (None, "", [], {}):
+            continue
+        if rule.values and not (isinstance(value, str | int) and str(value) in rule.values):
+            continue
+        raw = str(value) if isinstance(value, str | int) else rule.path.rsplit(".", 1)[-1]
+        message = dig(body, rule.message_path)
+        return StopInfo(
+            StopReason.REFUSAL,
+            raw=raw,
+            category=rule.category or raw,
+            message=message if isinstance(message, str) and message else None,
+            detail={"http_status": status, "error": body.get("error", body)
+                    if isinstance(body, Mapping) else body},
+        )
+    return None

@@ -10,6 +10,7 @@ Sources for each row are the provider documents listed in ``docs`` and
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -31,6 +32,10 @@ class HTTPRefusal:
     ``path`` in the JSON error body is one of ``values`` (or, when ``values`` is
     empty, is present and not empty). ``category`` is a fixed category, or None to
     use the matched value; ``message_path`` says where the explanation is.
+    ``message_contains``: when set, the text at ``message_path`` must also contain
+    one of these (case-insensitive), for codes that are not only used for refusals.
+    ``category_pattern``: a regex whose first group, found in that text, is the
+    category (xAI's ``Failed check: SAFETY_CHECK_TYPE_BIO``).
     """
 
     status: int
@@ -38,6 +43,8 @@ class HTTPRefusal:
     values: frozenset[str] = frozenset()
     category: str | None = None
     message_path: str = "error.message"
+    message_contains: tuple[str, ...] = ()
+    category_pattern: str | None = None
 
 
 @dataclass(frozen=True)
@@ -47,7 +54,9 @@ class Vendor:
     ``finish_reasons`` maps this vendor's own stop values (beyond its protocol's
     table) to a :class:`StopReason`. ``key_env``: variables holding the API key,
     first set wins. ``base_url_env``: SDK-conventional variables for the base URL,
-    read after ``ZETT_<NAME>_BASE_URL``.
+    read after ``ZETT_<NAME>_BASE_URL``. ``protocol_auth`` / ``protocol_base_url``:
+    for a gateway used with another protocol (``Model(..., protocol=...)``), the
+    auth and base URL that protocol's endpoint expects, by protocol name.
     """
 
     name: str
@@ -61,6 +70,8 @@ class Vendor:
     headers: Mapping[str, str] = field(default_factory=dict)
     key_required: bool = True
     docs: str = ""
+    protocol_auth: Mapping[str, Auth] = field(default_factory=dict)
+    protocol_base_url: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def base_url_variable(self) -> str:
@@ -87,6 +98,19 @@ _VENDORS: list[Vendor] = [
         "https://api.openai.com/v1",
         key_env=("OPENAI_API_KEY",),
         base_url_env=("OPENAI_BASE_URL",),
+        http_refusals=(
+            # a safety block before generation (corpus openai_chat__400_invalid_prompt_safety);
+            # invalid_prompt alone is not always a policy block, so the message must say so
+            HTTPRefusal(
+                400,
+                "error.code",
+                frozenset({"invalid_prompt"}),
+                message_contains=("safety", "usage polic"),
+            ),
+            # Azure OpenAI prompt filter: 400 error.code content_filter + innererror
+            # (https://learn.microsoft.com/azure/ai-services/openai/concepts/content-filter)
+            HTTPRefusal(400, "error.code", frozenset({"content_filter"})),
+        ),
         docs="https://platform.openai.com/docs/api-reference/chat/object",
     ),
     Vendor(
@@ -106,6 +130,11 @@ _VENDORS: list[Vendor] = [
             "insufficient_system_resource": _R.INTERRUPTED,
             "aborted": _R.INTERRUPTED,
         },
+        http_refusals=(
+            # input moderation: 400 "Content Exists Risk" (older: {"detail": ...})
+            HTTPRefusal(400, "error.message", frozenset({"Content Exists Risk"})),
+            HTTPRefusal(400, "detail", frozenset({"Content Exists Risk"}), message_path="detail"),
+        ),
         docs="https://api-docs.deepseek.com/api/create-chat-completion",
     ),
     Vendor(
@@ -118,6 +147,8 @@ _VENDORS: list[Vendor] = [
             "model_context_window_exceeded": _R.CONTEXT_FULL,
             "network_error": _R.INTERRUPTED,
         },
+        # 1301: "the input or output may contain unsafe or sensitive content"
+        http_refusals=(HTTPRefusal(400, "error.code", frozenset({"1301"}), category="sensitive"),),
         docs="https://docs.z.ai/api-reference/llm/chat-completion",
     ),
     Vendor(
@@ -153,6 +184,8 @@ _VENDORS: list[Vendor] = [
         "openai-chat",
         "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
         key_env=("DASHSCOPE_API_KEY",),
+        # input moderation: 400 error.code data_inspection_failed
+        http_refusals=(HTTPRefusal(400, "error.code", frozenset({"data_inspection_failed"})),),
         docs="https://www.alibabacloud.com/help/en/model-studio/use-qwen-by-calling-api",
     ),
     Vendor(
@@ -167,6 +200,17 @@ _VENDORS: list[Vendor] = [
         "openai-chat",
         "https://api.x.ai/v1",
         key_env=("XAI_API_KEY",),
+        # a safety check: 403 {"code": <prose>, "error": "Content violates usage
+        # guidelines. ... Failed check: SAFETY_CHECK_TYPE_BIO"} (error is a string)
+        http_refusals=(
+            HTTPRefusal(
+                403,
+                "error",
+                message_path="error",
+                message_contains=("violates usage guidelines", "Failed check: SAFETY"),
+                category_pattern=r"Failed check: (\w+)",
+            ),
+        ),
         docs="https://docs.x.ai/docs/api-reference#chat-completions",
     ),
     Vendor(
@@ -184,6 +228,43 @@ _VENDORS: list[Vendor] = [
         key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
         auth="x-goog-api-key",
         docs="https://ai.google.dev/api/generate-content#FinishReason",
+    ),
+    # Vertex AI with an OAuth access token (``gcloud auth print-access-token``). The
+    # project and location are part of the URL: set ZETT_VERTEX_BASE_URL to
+    # https://aiplatform.googleapis.com/v1/projects/$GOOGLE_CLOUD_PROJECT/locations/
+    # $GOOGLE_CLOUD_LOCATION/publishers/google (regional hosts are
+    # https://$GOOGLE_CLOUD_LOCATION-aiplatform.googleapis.com/...).
+    Vendor(
+        "vertex",
+        "gemini",
+        "https://aiplatform.googleapis.com/v1/projects/{project}/locations/{location}"
+        "/publishers/google",
+        key_env=("VERTEX_ACCESS_TOKEN", "GOOGLE_CLOUD_ACCESS_TOKEN"),
+        docs="https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/inference",
+    ),
+    # Vertex AI express mode: an API key and no project in the URL.
+    Vendor(
+        "vertex-express",
+        "gemini",
+        "https://aiplatform.googleapis.com/v1/publishers/google",
+        key_env=("VERTEX_API_KEY", "GOOGLE_CLOUD_API_KEY"),
+        auth="x-goog-api-key",
+        docs="https://cloud.google.com/vertex-ai/generative-ai/docs/start/express-mode/overview",
+    ),
+    # OpenCode Zen, a gateway with one native endpoint per model family: choose the
+    # protocol per model, Model("opencode-zen", name, protocol="openai-responses")
+    # for GPT, "anthropic" for Claude, "gemini" for Gemini; the default row speaks
+    # openai-chat (GLM, Kimi, ...). Upstream values and errors pass through (errors
+    # prefixed "Error from provider (...)"); the cost frame Zen appends after the
+    # end of a stream is ignored by every decoder. ../shared/corpus/WIRE.md section 14.
+    Vendor(
+        "opencode-zen",
+        "openai-chat",
+        "https://opencode.ai/zen/v1",
+        key_env=("OPENCODE_API_KEY",),
+        protocol_auth={"anthropic": "x-api-key", "gemini": "x-goog-api-key"},
+        protocol_base_url={"anthropic": "https://opencode.ai/zen"},  # + /v1/messages
+        docs="https://opencode.ai/docs/zen/",
     ),
     Vendor(
         "ollama",
@@ -234,12 +315,20 @@ def match_http_refusal(vendor: Vendor, status: int, body: Any) -> StopInfo | Non
             continue
         raw = str(value) if isinstance(value, str | int) else rule.path.rsplit(".", 1)[-1]
         message = dig(body, rule.message_path)
+        message = message if isinstance(message, str) and message else None
+        if rule.message_contains and not (
+            message and any(part.lower() in message.lower() for part in rule.message_contains)
+        ):
+            continue
+        found = re.search(rule.category_pattern, message or "") if rule.category_pattern else None
         return StopInfo(
             StopReason.REFUSAL,
             raw=raw,
-            category=rule.category or raw,
-            message=message if isinstance(message, str) and message else None,
-            detail={"http_status": status, "error": body.get("error", body)
-                    if isinstance(body, Mapping) else body},
+            category=(found.group(1) if found else None) or rule.category or raw,
+            message=message,
+            detail={
+                "http_status": status,
+                "error": body.get("error", body) if isinstance(body, Mapping) else body,
+            },
         )
     return None

@@ -350,7 +350,7 @@ def load_json(body: bytes | str) -> Any:
     """Parse a JSON body; raises :class:`DecodeError` with a short excerpt."""
     try:
         return json.loads(body)
-    except (ValueError, UnicodeDecodeError) as error:
+    except (ValueError, UnicodeDecodeError, RecursionError) as error:
         text = body[:200] if isinstance(body, str) else body[:200].decode("utf-8", "replace")
         raise DecodeError(f"body is not JSON: {text!r}") from error
 

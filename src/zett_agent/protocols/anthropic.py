@@ -1,0 +1,505 @@
+"""Anthropic Messages (``POST /v1/messages``): request encoding and a sans-IO decoder.
+
+The stop mapping follows Anthropic's "Handling stop reasons" guide
+(https://docs.anthropic.com/en/api/handling-stop-reasons) and the stream layout
+follows the streaming guide (https://docs.anthropic.com/en/api/messages-streaming):
+``message_start``, ``content_block_start``/``_delta``/``_stop``, ``message_delta``
+(the only place a streamed ``stop_reason``, ``stop_details`` and cumulative usage
+appear), ``message_stop``, ``ping`` and ``error``. See also
+``../shared/corpus/WIRE.md`` section 1.
+
+The assistant message's content blocks (thinking with signatures, ``server_tool_use``,
+``web_search_tool_result``...) are kept as ``{"protocol": "anthropic", "content":
+[...]}`` in ``provider_record`` and replayed unchanged. A non-streaming body is
+decoded by replaying it as the events a stream of the same content would carry,
+so both paths give the same :class:`ModelResponse`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from zett_agent.errors import ProviderError, ProviderHTTPError, StreamError
+from zett_agent.messages import (
+    AssistantMessage,
+    SystemMessage,
+    ToolResultMessage,
+    UserMessage,
+)
+from zett_agent.messages import Usage as TokenUsage
+from zett_agent.protocols.base import (
+    Decoder,
+    HTTPRequest,
+    ModelRequest,
+    ModelResponse,
+    StreamEvent,
+    WireProtocol,
+    as_text,
+    load_json,
+    retry_after_seconds,
+    stop,
+)
+from zett_agent.stop import StopInfo, StopReason
+from zett_agent.vendors import Vendor, match_http_refusal
+
+__all__ = ["STOP_REASONS", "AnthropicDecoder", "AnthropicMessages"]
+
+STOP_REASONS: Mapping[str, StopReason] = {
+    "end_turn": StopReason.END_TURN,
+    "stop_sequence": StopReason.END_TURN,
+    "tool_use": StopReason.TOOL_USE,
+    "max_tokens": StopReason.MAX_OUTPUT,
+    "pause_turn": StopReason.PAUSED,
+    "refusal": StopReason.REFUSAL,
+    "model_context_window_exceeded": StopReason.CONTEXT_FULL,
+}
+"""Anthropic ``stop_reason`` -> :class:`StopReason`. A vendor's ``finish_reasons``
+override and extend it; any other value is OTHER with the raw value kept."""
+
+DEFAULT_MAX_TOKENS = 4096
+"""Sent when ``ModelRequest.max_tokens`` is None (Anthropic requires the field)."""
+
+_TOOL_CHOICE: Mapping[str, dict[str, str]] = {
+    "auto": {"type": "auto"},
+    "none": {"type": "none"},
+    "required": {"type": "any"},
+}
+_STOP_DETAIL_FIELDS = frozenset({"type", "category", "explanation", "recommended_model"})
+_KINDED = frozenset({StopReason.REFUSAL, StopReason.OTHER})
+"""Reasons whose ``category`` falls back to the raw value when the provider gives none."""
+
+
+class AnthropicMessages(WireProtocol):
+    """The Anthropic Messages API (name ``"anthropic"``)."""
+
+    name = "anthropic"
+
+    def encode_request(self, request: ModelRequest, vendor: Vendor) -> HTTPRequest:
+        """``POST /v1/messages``: system prompt, alternating messages, tools.
+
+        Consecutive tool results share one user message; an assistant message with
+        an Anthropic ``provider_record`` is replayed block for block; a trailing
+        assistant message (a prefill) is sent as is.
+        """
+        system = [m.content for m in request.messages if isinstance(m, SystemMessage)]
+        messages: list[dict[str, Any]] = []
+        for message in request.messages:
+            if isinstance(message, UserMessage):
+                last = messages[-1] if messages else None
+                if last and last["role"] == "user" and isinstance(last["content"], list):
+                    last["content"].append({"type": "text", "text": message.content})
+                else:
+                    messages.append({"role": "user", "content": message.content})
+            elif isinstance(message, ToolResultMessage):
+                block: dict[str, Any] = {
+                    "type": "tool_result",
+                    "tool_use_id": message.tool_call_id,
+                    "content": message.content,
+                }
+                if message.is_error:
+                    block["is_error"] = True
+                last = messages[-1] if messages else None
+                if last and last["role"] == "user" and isinstance(last["content"], list):
+                    last["content"].append(block)
+                else:
+                    messages.append({"role": "user", "content": [block]})
+            elif isinstance(message, AssistantMessage):
+                content = _assistant_content(message)
+                if content:
+                    messages.append({"role": "assistant", "content": content})
+        body: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": DEFAULT_MAX_TOKENS if request.max_tokens is None else request.max_tokens,
+            "messages": messages,
+        }
+        if system:
+            body["system"] = "\n\n".join(system)
+        if request.tools:
+            body["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
+                for t in request.tools
+            ]
+        if request.tool_choice:
+            body["tool_choice"] = dict(
+                _TOOL_CHOICE.get(request.tool_choice, {"type": "tool", "name": request.tool_choice})
+            )
+        if request.stop_sequences:
+            body["stop_sequences"] = list(request.stop_sequences)
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        body["stream"] = request.stream
+        body.update(request.extra_body)
+        return HTTPRequest(
+            path="/v1/messages", body=body, response_format="sse" if request.stream else "json"
+        )
+
+    def decoder(self, vendor: Vendor) -> AnthropicDecoder:
+        """A fresh :class:`AnthropicDecoder` for one response."""
+        return AnthropicDecoder(vendor)
+
+    def without_tool_calls(self, record: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        """``record`` without its client ``tool_use`` blocks (text, thinking and
+        server-side tool blocks stay); None for a record of another protocol."""
+        content = _record_content(record)
+        if record is None or content is None:
+            return None
+        kept = [b for b in content if not (isinstance(b, Mapping) and b.get("type") == "tool_use")]
+        return {**record, "content": kept}
+
+
+def _record_content(record: Mapping[str, Any] | None) -> list[Any] | None:
+    if not isinstance(record, Mapping) or record.get("protocol") != "anthropic":
+        return None
+    content = record.get("content")
+    return list(content) if isinstance(content, list) else None
+
+
+def _assistant_content(message: AssistantMessage) -> list[dict[str, Any]]:
+    replay = _record_content(message.provider_record)
+    if replay:
+        return replay
+    blocks: list[dict[str, Any]] = []
+    if message.text:
+        blocks.append({"type": "text", "text": message.text})
+    for call in message.tool_calls:
+        try:
+            arguments = call.parsed_arguments()
+        except ValueError:
+            arguments = {}
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": arguments})
+    return blocks
+
+
+class AnthropicDecoder(Decoder):
+    """Decoder for one Messages response (SSE stream or whole JSON body).
+
+    ``feed_sse`` raises :class:`StreamError` for an ``error`` event before any
+    output; ``decode_body`` raises :class:`ProviderError` for a 200 body of type
+    ``"error"``; ``decode_error`` raises :class:`ProviderHTTPError`. Nothing else
+    escapes: malformed events are counted in ``detail["malformed_events"]``.
+    """
+
+    def __init__(self, vendor: Vendor) -> None:
+        super().__init__(vendor)
+        self._blocks: dict[int, dict[str, Any]] = {}
+        self._json: dict[int, list[str]] = {}
+        self._usage: dict[str, Any] = {}
+        self._stop_reason: str | None = None
+        self._stop_sequence: str | None = None
+        self._stop_details: Any = None
+        self._message_stop = False
+        self._error: dict[str, Any] | None = None
+        self._malformed = 0
+
+    # ------------------------------------------------------------ streaming
+    def feed_sse(self, event: str, data: str) -> list[StreamEvent]:
+        if self._error is not None:
+            return []
+        try:
+            payload: Any = json.loads(data)
+        except ValueError:
+            payload = None
+        if event == "error" or (isinstance(payload, dict) and payload.get("type") == "error"):
+            return self._on_error(payload if isinstance(payload, dict) else {}, data)
+        if not isinstance(payload, dict):
+            self._malformed += 1
+            return []
+        return self._handle(payload.get("type") or event, payload)
+
+    def _handle(self, kind: Any, data: dict[str, Any]) -> list[StreamEvent]:
+        if kind == "message_start":
+            message = data.get("message")
+            if not isinstance(message, dict):
+                return self._bad()
+            self.builder.model = as_text(message.get("model")) or self.builder.model
+            self._add_usage(message.get("usage"))
+        elif kind == "content_block_start":
+            index, block = data.get("index"), data.get("content_block")
+            if not isinstance(index, int) or not isinstance(block, dict):
+                return self._bad()
+            self._blocks[index] = dict(block)
+            if block.get("type") == "tool_use":
+                return self.builder.tool_call(
+                    index, id=as_text(block.get("id")), name=as_text(block.get("name"))
+                )
+        elif kind == "content_block_delta":
+            return self._on_delta(data)
+        elif kind == "content_block_stop":
+            return self._on_block_stop(data.get("index"))
+        elif kind == "message_delta":
+            delta = data.get("delta")
+            if not isinstance(delta, dict):
+                return self._bad()
+            reason = delta.get("stop_reason")
+            if isinstance(reason, str):
+                self._stop_reason = reason
+                sequence = delta.get("stop_sequence")
+                self._stop_sequence = sequence if isinstance(sequence, str) else None
+                self._stop_details = delta.get("stop_details")
+            self._add_usage(data.get("usage"))
+        elif kind == "message_stop":
+            self._message_stop = True
+        return []
+
+    def _on_delta(self, data: dict[str, Any]) -> list[StreamEvent]:
+        index, delta = data.get("index"), data.get("delta")
+        if not isinstance(index, int) or not isinstance(delta, dict):
+            return self._bad()
+        kind = delta.get("type")
+        if kind == "text_delta" and isinstance(delta.get("text"), str):
+            block = self._block(index, "text")
+            block["text"] = _str(block.get("text")) + delta["text"]
+            return self.builder.text(delta["text"])
+        if kind == "thinking_delta" and isinstance(delta.get("thinking"), str):
+            block = self._block(index, "thinking")
+            block["thinking"] = _str(block.get("thinking")) + delta["thinking"]
+            return self.builder.reasoning(delta["thinking"])
+        if kind == "signature_delta" and isinstance(delta.get("signature"), str):
+            block = self._block(index, "thinking")
+            block["signature"] = _str(block.get("signature")) + delta["signature"]
+            return []
+        if kind == "input_json_delta" and isinstance(delta.get("partial_json"), str):
+            block = self._block(index, "tool_use")
+            self._json.setdefault(index, []).append(delta["partial_json"])
+            if block.get("type") == "tool_use":
+                return self.builder.tool_call(index, arguments=delta["partial_json"])
+            return []
+        if kind == "citations_delta" and isinstance(delta.get("citation"), dict):
+            citations = self._block(index, "text").setdefault("citations", [])
+            if isinstance(citations, list):
+                citations.append(delta["citation"])
+            return []
+        if kind in {"text_delta", "thinking_delta", "signature_delta", "input_json_delta"}:
+            return self._bad()
+        return []  # a delta type added after this was written: skipped
+
+    def _on_block_stop(self, index: Any) -> list[StreamEvent]:
+        block = self._blocks.get(index) if isinstance(index, int) else None
+        if block is None or index in self._json or block.get("type") != "tool_use":
+            return []
+        given = block.get("input")  # a whole input on the start event, no deltas
+        if isinstance(given, dict) and given:
+            return self.builder.tool_call(index, arguments=json.dumps(given, ensure_ascii=False))
+        return []
+
+    def _on_error(self, payload: dict[str, Any], data: str) -> list[StreamEvent]:
+        error = payload.get("error")
+        error = error if isinstance(error, dict) else {}
+        error_type = as_text(error.get("type"))
+        message = as_text(error.get("message")) or data[:200] or "error event in the stream"
+        if not self.builder.has_output:
+            raise StreamError(
+                message,
+                provider=self.vendor.name,
+                status=200,
+                error_type=error_type,
+                body=payload or data,
+            )
+        self._error = {"type": error_type, "message": message}
+        return []
+
+    def _block(self, index: int, kind: str) -> dict[str, Any]:
+        block = self._blocks.get(index)
+        if block is None:  # a delta without its start: keep what it carries
+            block = self._blocks[index] = {"type": kind}
+            if kind == "tool_use":
+                block["input"] = {}
+        return block
+
+    def _bad(self) -> list[StreamEvent]:
+        self._malformed += 1
+        return []
+
+    def _add_usage(self, usage: Any) -> None:
+        if not isinstance(usage, dict):
+            return
+        self._usage.update({k: v for k, v in usage.items() if v is not None})
+        u = self._usage
+        tokens = [_int(u.get(k)) for k in ("input_tokens", "cache_read_input_tokens")]
+        creation = _int(u.get("cache_creation_input_tokens"))
+        details = u.get("output_tokens_details")
+        thinking = _int(details.get("thinking_tokens")) if isinstance(details, dict) else None
+        parts = [t for t in (*tokens, creation) if t is not None]
+        self.builder.set_usage(
+            TokenUsage(
+                input_tokens=sum(parts) if parts else None,
+                output_tokens=_int(u.get("output_tokens")),
+                cached_input_tokens=tokens[1],
+                reasoning_tokens=thinking,
+            )
+        )
+
+    # ------------------------------------------------------------ the end
+    def finish(self) -> ModelResponse:
+        """The response so far. Without a ``stop_reason`` or ``message_stop`` it is
+        INTERRUPTED with ``detail["incomplete_stream"]``; after an error event it is
+        INTERRUPTED with the error type as ``raw``."""
+        extra: dict[str, Any] = {"malformed_events": self._malformed} if self._malformed else {}
+        if self._error is not None:
+            info = stop(
+                StopReason.INTERRUPTED,
+                self._error["type"],
+                category=self._error["type"],
+                message=self._error["message"],
+                detail={"error": dict(self._error), **extra},
+            )
+        elif self._stop_reason is not None:
+            info = self._map_stop(self._stop_reason, extra)
+        elif self._message_stop:
+            info = stop(StopReason.OTHER, detail={"missing_stop_reason": True, **extra})
+        else:
+            info = stop(StopReason.INTERRUPTED, detail={"incomplete_stream": True, **extra})
+        return self.builder.build(info, self._record())
+
+    def _map_stop(self, raw: str, extra: dict[str, Any]) -> StopInfo:
+        table = {**STOP_REASONS, **self.vendor.finish_reasons}
+        reason = table.get(raw, StopReason.OTHER)
+        has_calls = bool(self.builder.tool_calls())
+        if reason is StopReason.END_TURN and has_calls:
+            reason = StopReason.TOOL_USE  # the content decides, not the label
+        elif reason is StopReason.TOOL_USE and not has_calls:
+            reason = StopReason.END_TURN
+        details = self._stop_details if isinstance(self._stop_details, dict) else {}
+        detail = {k: v for k, v in details.items() if k not in _STOP_DETAIL_FIELDS}
+        if self._stop_sequence is not None:
+            detail["stop_sequence"] = self._stop_sequence
+        return stop(
+            reason,
+            raw,
+            category=as_text(details.get("category")) or (raw if reason in _KINDED else None),
+            message=as_text(details.get("explanation")),
+            recommended_model=as_text(details.get("recommended_model")),
+            detail={**detail, **extra},
+        )
+
+    def _record(self) -> dict[str, Any]:
+        content = []
+        for index in sorted(self._blocks):
+            block = dict(self._blocks[index])
+            if index in self._json:
+                try:
+                    value = json.loads("".join(self._json[index]) or "{}")
+                except ValueError:
+                    value = None  # cut off (max_tokens): the start's input stays
+                if isinstance(value, dict):
+                    block["input"] = value
+            content.append(block)
+        return {"protocol": "anthropic", "content": _replayable(content)}
+
+    # ------------------------------------------------------------ whole bodies
+    def decode_body(self, body: bytes) -> ModelResponse:
+        """A non-streaming message, decoded as the stream of the same content.
+
+        Raises :class:`~zett_agent.errors.DecodeError` when the body is not JSON
+        and :class:`ProviderError` for a body of type ``"error"``.
+        """
+        data = load_json(body)
+        if not isinstance(data, dict):
+            data = {"content": data}
+        if data.get("type") == "error":
+            failure: Any = data.get("error")
+            failure = failure if isinstance(failure, dict) else {}
+            raise ProviderError(
+                as_text(failure.get("message")) or "error body",
+                provider=self.vendor.name,
+                status=200,
+                error_type=as_text(failure.get("type")),
+                body=data,
+            )
+        self._handle("message_start", {"message": {"model": data.get("model")}})
+        content = data.get("content")
+        blocks = content if isinstance(content, list) else []
+        if not isinstance(content, list) and content is not None:
+            self._malformed += 1
+        for index, block in enumerate(blocks):
+            for kind, event in _block_events(index, block):
+                self._handle(kind, event)
+        delta = {k: data.get(k) for k in ("stop_reason", "stop_sequence", "stop_details")}
+        self._handle("message_delta", {"delta": delta, "usage": data.get("usage")})
+        self._handle("message_stop", {})
+        response = self.finish()
+        if isinstance(content, list) and all(isinstance(b, dict) for b in content):
+            return _with_record(
+                response, {"protocol": "anthropic", "content": _replayable(content)}
+            )
+        return response
+
+    def decode_error(self, status: int, headers: Mapping[str, str], body: bytes) -> ModelResponse:
+        """A refusal configured for the vendor becomes a REFUSAL response; anything
+        else raises :class:`ProviderHTTPError` (``code="prompt_too_long"`` for a
+        400 "prompt is too long", the input-side context overflow)."""
+        try:
+            data: Any = json.loads(body)
+        except ValueError:
+            data = body.decode("utf-8", "replace")
+        refusal = match_http_refusal(self.vendor, status, data)
+        if refusal is not None:
+            return self.builder.build(refusal)
+        error = data.get("error") if isinstance(data, dict) else None
+        error = error if isinstance(error, dict) else {}
+        message = as_text(error.get("message")) or (
+            data[:200] if isinstance(data, str) and data.strip() else f"HTTP {status}"
+        )
+        code = "prompt_too_long" if message.lower().startswith("prompt is too long") else None
+        raise ProviderHTTPError(
+            message,
+            provider=self.vendor.name,
+            status=status,
+            error_type=as_text(error.get("type")),
+            code=code,
+            retry_after=retry_after_seconds(headers),
+            body=data,
+        )
+
+
+def _block_events(index: int, block: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The stream events that carry the content block ``block``."""
+    if not isinstance(block, dict):
+        return [("content_block_start", {"index": index, "content_block": block})]
+    kind = block.get("type")
+    start, deltas = dict(block), []
+    if kind == "text" and isinstance(block.get("text"), str):
+        start["text"] = ""
+        deltas.append({"type": "text_delta", "text": block["text"]})
+    elif kind == "thinking":
+        start.update(thinking="", signature="")
+        if isinstance(block.get("thinking"), str):
+            deltas.append({"type": "thinking_delta", "thinking": block["thinking"]})
+        if isinstance(block.get("signature"), str):
+            deltas.append({"type": "signature_delta", "signature": block["signature"]})
+    elif kind in {"tool_use", "server_tool_use"} and isinstance(block.get("input"), dict):
+        start["input"] = {}
+        deltas.append(
+            {
+                "type": "input_json_delta",
+                "partial_json": json.dumps(block["input"], ensure_ascii=False),
+            }
+        )
+    events = [("content_block_start", {"index": index, "content_block": start})]
+    events += [("content_block_delta", {"index": index, "delta": d}) for d in deltas]
+    return [*events, ("content_block_stop", {"index": index})]
+
+
+def _replayable(blocks: list[Any]) -> list[Any]:
+    """``blocks`` without empty text blocks, which the API rejects when replayed."""
+    return [
+        b
+        for b in blocks
+        if not (b.get("type") == "text" and b.get("text") == "" and not b.get("citations"))
+    ]
+
+
+def _with_record(response: ModelResponse, record: Mapping[str, Any]) -> ModelResponse:
+    from dataclasses import replace
+
+    return replace(response, provider_record=record)
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -1,0 +1,548 @@
+"""OpenAI Chat Completions (``POST /chat/completions``) and every server that speaks it.
+
+One decoder serves OpenAI, DeepSeek, GLM (Z.ai), Kimi (Moonshot), OpenRouter,
+Mistral, Qwen (DashScope), Groq, xAI and llama.cpp. What differs between them is a
+row in :mod:`zett_agent.vendors` (extra ``finish_reasons``, ``http_refusals``),
+never a branch here. Where each mapping comes from:
+
+* ``stop``/``length``/``tool_calls``/``content_filter``/``function_call`` and the
+  ``refusal`` field (which comes with ``finish_reason: "stop"``): OpenAI API
+  reference, chat object, https://platform.openai.com/docs/api-reference/chat/object
+  and ``openai-python`` ``types/chat/chat_completion.py``.
+* vendor values (DeepSeek ``insufficient_system_resource``, GLM ``sensitive``,
+  Mistral ``model_length``, OpenRouter ``error``...): the doc in each vendor row's
+  ``docs`` and ``../shared/corpus/WIRE.md`` sections 5-12.
+* ``end_turn``/``stop_sequence``/``tool_use``/``max_tokens``: Anthropic's stop
+  reasons, passed through unchanged by gateways in front of Claude
+  (https://docs.anthropic.com/en/api/handling-stop-reasons).
+* errors inside a 200 stream: OpenRouter "Mid-stream errors"
+  (https://openrouter.ai/docs/api-reference/errors), Groq's named ``event: error``
+  and openai-python ``_streaming.py`` (any chunk with a top-level ``error``).
+
+Rules beyond the tables: a step whose message holds tool calls but says ``stop``
+asked for tools (TOOL_USE, raw kept); a refusal text makes it a REFUSAL; an error
+chunk makes it INTERRUPTED when output arrived (else :class:`StreamError`); a
+stream with neither a finish_reason nor ``[DONE]`` is INTERRUPTED with
+``detail["incomplete_stream"]``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from zett_agent.errors import DecodeError, ProviderError, ProviderHTTPError, StreamError
+from zett_agent.messages import (
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from zett_agent.protocols.base import (
+    Decoder,
+    HTTPRequest,
+    ModelRequest,
+    ModelResponse,
+    StreamEvent,
+    WireProtocol,
+    as_text,
+    retry_after_seconds,
+    stop,
+)
+from zett_agent.stop import StopInfo, StopReason
+from zett_agent.vendors import Vendor, dig, match_http_refusal
+
+__all__ = ["OpenAIChat", "OpenAIChatDecoder"]
+
+PROTOCOL = "openai-chat"
+
+_R = StopReason
+FINISH_REASONS: Mapping[str, StopReason] = {
+    # OpenAI Chat
+    "stop": _R.END_TURN,
+    "tool_calls": _R.TOOL_USE,
+    "function_call": _R.TOOL_USE,
+    "length": _R.MAX_OUTPUT,
+    "content_filter": _R.REFUSAL,
+    # Anthropic words passed through by gateways
+    "end_turn": _R.END_TURN,
+    "stop_sequence": _R.END_TURN,
+    "tool_use": _R.TOOL_USE,
+    "max_tokens": _R.MAX_OUTPUT,
+}
+"""The protocol's own table; a vendor row's ``finish_reasons`` is read first."""
+
+_KEEP_OVER_ERROR = frozenset({_R.MAX_OUTPUT, _R.CONTEXT_FULL, _R.REFUSAL})
+"""Reasons an error chunk arriving after them does not replace (OpenRouter sends
+``length`` and then ``{"error": "Token limit reached"}``)."""
+
+
+# ---------------------------------------------------------------- request
+
+
+class OpenAIChat(WireProtocol):
+    """The OpenAI Chat Completions wire protocol."""
+
+    name = PROTOCOL
+
+    def encode_request(self, request: ModelRequest, vendor: Vendor) -> HTTPRequest:
+        body: dict[str, Any] = {
+            "model": request.model,
+            "messages": [_encode_message(m) for m in request.messages],
+            "stream": request.stream,
+        }
+        if request.stream:
+            body["stream_options"] = {"include_usage": True}
+        if request.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": dict(t.parameters),
+                    },
+                }
+                for t in request.tools
+            ]
+        if request.tool_choice:
+            body["tool_choice"] = (
+                request.tool_choice
+                if request.tool_choice in ("auto", "none", "required")
+                else {"type": "function", "function": {"name": request.tool_choice}}
+            )
+        if request.max_tokens is not None:
+            body["max_tokens"] = request.max_tokens
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.stop_sequences:
+            body["stop"] = list(request.stop_sequences)
+        body.update(request.extra_body)
+        return HTTPRequest("/chat/completions", body, "sse" if request.stream else "json")
+
+    def decoder(self, vendor: Vendor) -> OpenAIChatDecoder:
+        return OpenAIChatDecoder(vendor)
+
+    def without_tool_calls(self, record: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        message = _recorded_message(record)
+        if message is None:
+            return None
+        kept = {k: v for k, v in message.items() if k not in ("tool_calls", "function_call")}
+        if not as_text(kept.get("content")):
+            return None  # nothing left to replay; the plain message form is used
+        return {"protocol": PROTOCOL, "message": kept}
+
+
+def _recorded_message(record: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    if not isinstance(record, Mapping) or record.get("protocol") != PROTOCOL:
+        return None
+    message = record.get("message")
+    return message if isinstance(message, Mapping) else None
+
+
+def _encode_message(message: Message) -> dict[str, Any]:
+    if isinstance(message, SystemMessage):
+        return {"role": "system", "content": message.content}
+    if isinstance(message, UserMessage):
+        return {"role": "user", "content": message.content}
+    if isinstance(message, ToolResultMessage):
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    recorded = _recorded_message(message.provider_record)
+    if recorded is not None:
+        return dict(recorded)
+    return _assistant_dict(message.text, _tool_call_dicts(message.tool_calls))
+
+
+def _assistant_dict(
+    text: str, tool_calls: list[dict[str, Any]], reasoning: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": "assistant", "content": text or (None if tool_calls else "")}
+    if tool_calls:
+        out["tool_calls"] = tool_calls
+    out.update(reasoning or {})
+    return out
+
+
+def _tool_call_dicts(calls: tuple[ToolCall, ...]) -> list[dict[str, Any]]:
+    return [
+        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+        for c in calls
+    ]
+
+
+# ---------------------------------------------------------------- decoder
+
+_SHAPE_ERRORS = (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError)
+"""What a chunk of an unexpected shape could still raise; it is counted, not raised."""
+
+
+class OpenAIChatDecoder(Decoder):
+    """Reads ``chat.completion.chunk`` SSE events or one ``chat.completion`` body."""
+
+    def __init__(self, vendor: Vendor) -> None:
+        super().__init__(vendor)
+        self._finish: str | None = None
+        self._done = False
+        self._refusal: list[str] = []
+        self._native: str | None = None
+        self._has_native = False
+        self._error: Any = None
+        self._malformed = 0
+        self._filter_results: dict[str, Any] | None = None
+        self._replay_reasoning = False
+        self._saw_tool_calls = False
+        self._slots: dict[int, int] = {}  # wire index -> call key (the index's current call)
+        self._ids: dict[str, int] = {}  # call id -> call key
+        self._last_key: int | None = None
+        self._next_key = 0
+
+    # -- feeding
+    def feed_sse(self, event: str, data: str) -> list[StreamEvent]:
+        text = data.strip()
+        if not text:
+            return []
+        if text == "[DONE]":
+            self._done = True
+            return []
+        chunk = _parse(text)
+        if event == "error" and not (isinstance(chunk, Mapping) and "error" in chunk):
+            chunk = {"error": chunk if chunk is not None else {"message": text[:500]}}
+        if not isinstance(chunk, Mapping):
+            self._malformed += 1
+            return []
+        try:
+            return self._read_chunk(chunk, whole=False)
+        except _SHAPE_ERRORS:
+            self._malformed += 1
+            return []
+
+    def finish(self) -> ModelResponse:
+        complete = self._done or self._finish is not None or self._error is not None
+        return self._build(self._conclude(complete=complete))
+
+    def decode_body(self, body: bytes) -> ModelResponse:
+        if not body.strip():
+            raise DecodeError(
+                f"{self.vendor.name} answered 200 with an empty body instead of a chat "
+                "completion (llama.cpp does this for some requests with tools)"
+            )
+        data = _parse(body)
+        if not isinstance(data, Mapping):
+            excerpt = body[:200].decode("utf-8", "replace")
+            raise DecodeError(f"{self.vendor.name}: body is not a chat completion: {excerpt!r}")
+        if not isinstance(data.get("choices"), list) and _is_empty(data.get("error")):
+            raise DecodeError(f"{self.vendor.name}: chat completion without choices")
+        try:
+            self._read_chunk(data, whole=True)
+        except _SHAPE_ERRORS:
+            self._malformed += 1
+        return self._build(self._conclude(complete=True))
+
+    def decode_error(self, status: int, headers: Mapping[str, str], body: bytes) -> ModelResponse:
+        text = body.decode("utf-8", "replace")
+        data = _parse(text) if text.strip() else None
+        refusal = match_http_refusal(self.vendor, status, data) if data is not None else None
+        if refusal is not None:
+            return self.builder.build(refusal)
+        message, error_type, code, _ = _http_error_fields(data, text)
+        raise ProviderHTTPError(
+            message or f"HTTP {status}",
+            provider=self.vendor.name,
+            status=status,
+            error_type=error_type,
+            code=code,
+            retry_after=retry_after_seconds(headers),
+            body=data if data is not None else text,
+        )
+
+    # -- reading one chunk / body
+    def _read_chunk(self, chunk: Mapping[str, Any], *, whole: bool) -> list[StreamEvent]:
+        model = as_text(chunk.get("model"))
+        if model:
+            self.builder.model = model
+        events: list[StreamEvent] = []
+        choice = _first_choice(chunk.get("choices"))
+        if choice is not None:
+            events += self._read_choice(choice, whole=whole)
+        usage = (
+            _usage(chunk.get("usage"))
+            or _usage(choice.get("usage") if choice else None)
+            or _usage(dig(chunk, "x_groq.usage"))
+        )
+        if usage is not None:
+            self.builder.set_usage(usage)
+        error = chunk.get("error")
+        if _is_empty(error) and choice is not None:
+            error = choice.get("error")
+        if not _is_empty(error):
+            self._on_error(error, whole=whole)
+        return events
+
+    def _read_choice(self, choice: Mapping[str, Any], *, whole: bool) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        delta = choice.get("message" if whole else "delta")
+        if isinstance(delta, Mapping):
+            events += self._read_content(delta.get("content"))
+            # reasoning_content: DeepSeek, GLM, Kimi, xAI, Qwen; reasoning: OpenRouter, Groq
+            for field in ("reasoning_content", "reasoning"):
+                piece = as_text(delta.get(field))
+                if piece:
+                    self._replay_reasoning |= field == "reasoning_content"
+                    events += self.builder.reasoning(piece)
+                    break
+            refusal = as_text(delta.get("refusal"))
+            if refusal:
+                self._refusal.append(refusal)
+                events += self.builder.text(refusal)
+            calls = delta.get("tool_calls")
+            if isinstance(calls, list) and calls:
+                self._saw_tool_calls = True
+                for position, call in enumerate(calls):
+                    if isinstance(call, Mapping):
+                        events += self._read_tool_call(call, position if whole else None)
+            legacy = delta.get("function_call")
+            if isinstance(legacy, Mapping) and not self._saw_tool_calls:
+                # legacy form; llama.cpp sends it beside the same call in tool_calls
+                events += self._fragment(-1, None, legacy)
+        finish = as_text(choice.get("finish_reason"))
+        if finish:
+            self._finish = finish
+        if "native_finish_reason" in choice:
+            self._has_native = True
+            self._native = as_text(choice.get("native_finish_reason")) or self._native
+        results = choice.get("content_filter_results")
+        if isinstance(results, Mapping) and results:
+            self._filter_results = dict(results)
+        return events
+
+    def _read_content(self, content: Any) -> list[StreamEvent]:
+        if isinstance(content, str):
+            return self.builder.text(content)
+        events: list[StreamEvent] = []
+        if not isinstance(content, list):
+            return events
+        for part in content:  # Mistral: [{type: text|thinking, ...}]
+            if not isinstance(part, Mapping):
+                continue
+            if part.get("type") == "text":
+                events += self.builder.text(as_text(part.get("text")) or "")
+            elif part.get("type") == "thinking":
+                thinking = part.get("thinking")
+                pieces = thinking if isinstance(thinking, list) else [{"text": thinking}]
+                for piece in pieces:
+                    if isinstance(piece, Mapping):
+                        events += self.builder.reasoning(as_text(piece.get("text")) or "")
+        return events
+
+    def _read_tool_call(
+        self, call: Mapping[str, Any], default_index: int | None
+    ) -> list[StreamEvent]:
+        index = call.get("index")
+        if not isinstance(index, int) or isinstance(index, bool):
+            index = default_index
+        call_id = as_text(call.get("id"))
+        function = call.get("function")
+        key = self._call_key(index, call_id)
+        return self._fragment(key, call_id, function if isinstance(function, Mapping) else {})
+
+    def _call_key(self, index: int | None, call_id: str | None) -> int:
+        """Which call a fragment belongs to: by id when known, else by index (a new
+        non-empty id at a used index starts a new call), else the last call when the
+        fragment has neither (a whole call with an id but no index is a new call)."""
+        current = self._slots.get(index) if index is not None else None
+        if call_id is not None and call_id in self._ids:
+            key = self._ids[call_id]
+        elif current is not None and (
+            call_id is None or self.builder.tool_call_id(current) in (None, call_id)
+        ):
+            key = current
+        elif index is None and call_id is None and self._last_key is not None:
+            key = self._last_key
+        else:
+            key = self._next_key
+            self._next_key += 1
+        if index is not None:
+            self._slots[index] = key
+        if call_id is not None:
+            self._ids[call_id] = key
+        self._last_key = key
+        return key
+
+    def _fragment(
+        self, key: int, call_id: str | None, function: Mapping[str, Any]
+    ) -> list[StreamEvent]:
+        name = function.get("name")
+        name = name.strip().rstrip(":") if isinstance(name, str) else None  # llama.cpp "f:"
+        arguments = function.get("arguments")
+        if arguments is not None and not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        if not (call_id or name or arguments) and not self.builder.has_tool_call(key):
+            return []
+        return self.builder.tool_call(key, id=call_id, name=name or None, arguments=arguments)
+
+    def _on_error(self, error: Any, *, whole: bool) -> None:
+        self._error = error
+        finish = self._map(self._finish) if self._finish else None
+        if self.builder.has_output or finish in _KEEP_OVER_ERROR:
+            return
+        message, error_type, code, status = _error_fields(error)
+        raise (ProviderError if whole else StreamError)(
+            message or "the provider reported an error",
+            provider=self.vendor.name,
+            status=status or 200,
+            error_type=error_type,
+            code=code,
+            body=error,
+        )
+
+    # -- concluding
+    def _map(self, raw: str) -> StopReason:
+        table = self.vendor.finish_reasons
+        return (
+            table.get(raw)
+            or FINISH_REASONS.get(raw)
+            or table.get(raw.lower())
+            or FINISH_REASONS.get(raw.lower())
+            or StopReason.OTHER
+        )
+
+    def _conclude(self, *, complete: bool) -> StopInfo:
+        detail: dict[str, Any] = {}
+        if self._has_native:
+            detail["native_finish_reason"] = self._native
+        if self._malformed:
+            detail["malformed_events"] = self._malformed
+        if self._error is not None:
+            detail["error"] = self._error
+        if not complete:
+            detail["incomplete_stream"] = True
+        raw = self._finish
+        reason = self._map(raw) if raw else None
+        if self._refusal:
+            return stop(
+                _R.REFUSAL, raw, category="refusal", message="".join(self._refusal), detail=detail
+            )
+        if self._error is not None:
+            if reason in _KEEP_OVER_ERROR:
+                return stop(reason, raw, category=raw, detail=detail)
+            message, error_type, code, _ = _error_fields(self._error)
+            if raw:
+                detail["finish_reason"] = raw
+            error_raw = _error_raw(self._error, error_type, code)
+            return stop(
+                _R.INTERRUPTED, error_raw, category=error_raw, message=message, detail=detail
+            )
+        if raw is None or reason is None:
+            if complete:
+                return stop(_R.OTHER, None, detail={**detail, "missing_finish_reason": True})
+            return stop(
+                _R.INTERRUPTED,
+                message="the stream ended without a finish_reason or [DONE]",
+                detail=detail,
+            )
+        if reason is _R.END_TURN and self.builder.tool_calls():
+            reason = _R.TOOL_USE  # content decides: tool calls with "stop"
+        if reason is _R.REFUSAL and self._filter_results:
+            detail["content_filter_results"] = self._filter_results
+        return stop(reason, raw, category=raw, detail=detail)
+
+    def _build(self, info: StopInfo) -> ModelResponse:
+        """The response; its record keeps ``reasoning_content`` (DeepSeek and Kimi want it
+        back in a tool loop) but not ``reasoning``, which Groq rejects in requests."""
+        reasoning = self.builder.build(info).reasoning
+        extra = {"reasoning_content": reasoning} if self._replay_reasoning and reasoning else {}
+        message = _assistant_dict(
+            self.builder.current_text, _tool_call_dicts(self.builder.tool_calls()), extra
+        )
+        return self.builder.build(info, {"protocol": PROTOCOL, "message": message})
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _parse(text: str | bytes) -> Any:
+    """JSON value of ``text``, or None when it is not JSON."""
+    try:
+        return json.loads(text)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+
+
+def _is_empty(value: Any) -> bool:
+    return value is None or value is False or (isinstance(value, str | list | dict) and not value)
+
+
+def _first_choice(choices: Any) -> Mapping[str, Any] | None:
+    """Choice 0 of a chunk (other choices, from ``n > 1``, are not read)."""
+    if not isinstance(choices, list):
+        return None
+    for choice in choices:
+        if isinstance(choice, Mapping) and choice.get("index", 0) in (0, None):
+            return choice
+    return None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _usage(value: Any) -> Usage | None:
+    if not isinstance(value, Mapping):
+        return None
+    cached = _int(dig(value, "prompt_tokens_details.cached_tokens"))
+    usage = Usage(
+        input_tokens=_int(value.get("prompt_tokens")),
+        output_tokens=_int(value.get("completion_tokens")),
+        cached_input_tokens=cached
+        if cached is not None
+        else _int(value.get("prompt_cache_hit_tokens")),
+        reasoning_tokens=_int(dig(value, "completion_tokens_details.reasoning_tokens")),
+    )
+    return None if usage == Usage() else usage
+
+
+def _error_fields(error: Any) -> tuple[str | None, str | None, str | int | None, int | None]:
+    """``(message, type, code, HTTP status)`` of an error object (dict or string)."""
+    if not isinstance(error, Mapping):
+        return (
+            as_text(error) or (json.dumps(error)[:300] if error is not None else None),
+            None,
+            None,
+            None,
+        )
+    message = as_text(error.get("message")) or as_text(error.get("error"))
+    error_type = as_text(error.get("type")) or as_text(dig(error, "metadata.error_type"))
+    code = error.get("code")
+    code = code if isinstance(code, str | int) and not isinstance(code, bool) else None
+    status = None
+    for value in (error.get("status_code"), error.get("status"), code):
+        number = _int(value)
+        if number is not None and 100 <= number <= 599:
+            status = number
+            break
+    return message, error_type, code, status
+
+
+def _error_raw(error: Any, error_type: str | None, code: str | int | None) -> str:
+    if isinstance(code, str) and code:
+        return code
+    if error_type:
+        return error_type
+    return str(code) if code is not None else "error"
+
+
+def _http_error_fields(
+    data: Any, text: str
+) -> tuple[str | None, str | None, str | int | None, int | None]:
+    """The fields of an error body: ``{"error": {...}}``, ``{"error": "..."}`` (xAI),
+    ``{"detail": "..."}`` (old DeepSeek), or plain text."""
+    if isinstance(data, Mapping):
+        if isinstance(data.get("error"), Mapping):
+            return _error_fields(data["error"])
+        fields = _error_fields(data)
+        message = fields[0] or as_text(data.get("detail"))
+        return message, fields[1], fields[2], fields[3]
+    return (text.strip()[:500] or None), None, None, None

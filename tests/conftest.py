@@ -1,10 +1,10 @@
-"""Shared test set-up: every ``async def`` test runs under anyio (asyncio backend);
+"""Shared test set-up: every ``async def`` test runs under anyio (asyncio backend,
+``anyio_mode = "auto"`` in pyproject.toml);
 ``RECORDINGS`` is the folder of recorded provider traffic copied from
 ``../shared/corpus`` (each file's source is in ``tests/recordings/SOURCES.md``)."""
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 
 import pytest
@@ -15,13 +15,6 @@ RECORDINGS = Path(__file__).parent / "recordings"
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        function = getattr(item, "function", None)
-        if function is not None and inspect.iscoroutinefunction(function):
-            item.add_marker(pytest.mark.anyio)
 
 
 @pytest.fixture(autouse=True)

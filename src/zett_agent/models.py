@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import replace
+from typing import Any, Protocol
 
 import anyio
 import httpx
@@ -28,7 +29,23 @@ from zett_agent.protocols.base import ModelRequest, ModelResponse, StreamEvent, 
 from zett_agent.transport import send
 from zett_agent.vendors import Vendor, get_vendor
 
-__all__ = ["Model", "resolve_model"]
+__all__ = ["Model", "ModelClient", "resolve_model"]
+
+
+class ModelClient(Protocol):
+    """What the agent loop needs of a model: :class:`Model` and the offline
+    :class:`~zett_agent.testing.ScriptedModel` both have it."""
+
+    name: str
+
+    @property
+    def provider(self) -> str: ...
+
+    def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent | ModelResponse, None]: ...
+
+    def without_tool_calls(self, record: Mapping[str, Any] | None) -> Mapping[str, Any] | None: ...
+
+    async def aclose(self) -> None: ...
 
 
 class Model:
@@ -67,6 +84,14 @@ class Model:
         self.vendor = get_vendor(vendor) if isinstance(vendor, str) else vendor
         self.name = name
         self.protocol: WireProtocol = get_protocol(protocol or self.vendor.protocol)
+        if self.protocol.name != self.vendor.protocol:  # a gateway's other endpoint
+            v = self.vendor
+            self.vendor = replace(
+                v,
+                protocol=self.protocol.name,  # type: ignore[arg-type]
+                auth=v.protocol_auth.get(self.protocol.name, v.auth),
+                base_url=v.protocol_base_url.get(self.protocol.name, v.base_url),
+            )
         self.api_key = api_key if api_key is not None else _first_env(self.vendor.key_env)
         if self.api_key is None and self.vendor.key_required:
             raise ConfigError(
@@ -99,6 +124,10 @@ class Model:
         if self._own_client:
             await self._client.aclose()
 
+    def without_tool_calls(self, record: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        """The provider record with its tool calls removed (see WireProtocol)."""
+        return self.protocol.without_tool_calls(record)
+
     def headers(self) -> dict[str, str]:
         """Auth and vendor headers for a request (the key is never logged or stored)."""
         headers = dict(self.vendor.headers)
@@ -112,7 +141,7 @@ class Model:
         headers.update(self.extra_headers)
         return headers
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent | ModelResponse]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent | ModelResponse, None]:
         """Yield the stream events of one call, then its :class:`ModelResponse`.
 
         Raises :class:`~zett_agent.errors.ProviderError` or

@@ -1,0 +1,132 @@
+"""What a run tells a host while it happens: :class:`AgentEvent` values.
+
+Order for one run::
+
+    RUN_STARTED
+    ( MODEL_STARTED (TEXT_DELTA | REASONING_DELTA | TOOL_CALL_DELTA)*
+      MODEL_COMPLETED [MODEL_STOPPED]
+      (TOOL_CALL_STARTED TOOL_CALL_COMPLETED)* )*
+    [MAX_TURNS_REACHED]
+    RUN_COMPLETED | RUN_FAILED
+
+MODEL_STOPPED comes right after MODEL_COMPLETED and only for an abnormal stop
+(``event.stop`` is set); a PAUSED step that is continued is not reported.
+RUN_COMPLETED still follows a refusal: the request ran to its end.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from zett_agent.messages import AssistantMessage, ToolCall, ToolResultMessage, message_to_dict
+from zett_agent.stop import StopInfo
+
+__all__ = ["AgentEvent", "AgentEventDispatcher", "AgentEventType"]
+
+
+class AgentEventType(str, Enum):
+    """The kinds of :class:`AgentEvent`; values are lowercase names."""
+
+    RUN_STARTED = "run_started"
+    MODEL_STARTED = "model_started"
+    TEXT_DELTA = "text_delta"
+    REASONING_DELTA = "reasoning_delta"
+    TOOL_CALL_DELTA = "tool_call_delta"
+    MODEL_COMPLETED = "model_completed"
+    MODEL_STOPPED = "model_stopped"
+    TOOL_CALL_STARTED = "tool_call_started"
+    TOOL_CALL_COMPLETED = "tool_call_completed"
+    MAX_TURNS_REACHED = "max_turns_reached"
+    RUN_COMPLETED = "run_completed"
+    RUN_FAILED = "run_failed"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class AgentEvent:
+    """One thing that happened in a run.
+
+    Attributes:
+        type: the :class:`AgentEventType`.
+        run_id: the run this belongs to.
+        step: the model call number in the run (1-based; 0 before the first).
+        text: the piece of text (TEXT_DELTA, REASONING_DELTA) or of tool-call
+            arguments (TOOL_CALL_DELTA).
+        tool_call: the call (TOOL_CALL_DELTA carries a partial one, STARTED/COMPLETED
+            the whole one).
+        tool_result: the result (TOOL_CALL_COMPLETED).
+        stop: why the step did not end normally (MODEL_STOPPED, MAX_TURNS_REACHED,
+            and RUN_COMPLETED when the final message has one).
+        message: the assistant message (MODEL_COMPLETED, MODEL_STOPPED, RUN_COMPLETED).
+        error: the exception that ended the run (RUN_FAILED).
+    """
+
+    type: AgentEventType
+    run_id: str
+    step: int = 0
+    text: str | None = None
+    tool_call: ToolCall | None = None
+    tool_result: ToolResultMessage | None = None
+    stop: StopInfo | None = None
+    message: AssistantMessage | None = None
+    error: BaseException | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-compatible record of this event (fields that are None left out)."""
+        record: dict[str, Any] = {"type": self.type.value, "run_id": self.run_id, "step": self.step}
+        if self.text is not None:
+            record["text"] = self.text
+        if self.tool_call is not None:
+            record["tool_call"] = {
+                "id": self.tool_call.id,
+                "name": self.tool_call.name,
+                "arguments": self.tool_call.arguments,
+            }
+        if self.tool_result is not None:
+            record["tool_result"] = message_to_dict(self.tool_result)
+        if self.stop is not None:
+            record["stop"] = {
+                "reason": self.stop.reason.value,
+                "raw": self.stop.raw,
+                "category": self.stop.category,
+                "message": self.stop.message,
+                "recommended_model": self.stop.recommended_model,
+                "detail": dict(self.stop.detail),
+                "describe": self.stop.describe(),
+            }
+        if self.message is not None:
+            record["message"] = message_to_dict(self.message)
+        if self.error is not None:
+            record["error"] = f"{type(self.error).__name__}: {self.error}"
+        return record
+
+
+class AgentEventDispatcher:
+    """Routes events to ``on_<type>_event`` methods; subclass and override.
+
+    ``on_model_stopped_event(event)``, ``on_text_delta_event(event)``... may be
+    plain or ``async`` methods; ``on_event`` sees every event first.
+    Use ``await dispatcher.dispatch(event)`` in an ``agent.stream()`` loop, or
+    pass ``dispatcher=`` to ``agent.run()``.
+    """
+
+    async def on_event(self, event: AgentEvent) -> None:
+        """Called for every event before its specific handler."""
+
+    async def dispatch(self, event: AgentEvent) -> None:
+        """Call ``on_event`` then ``on_<event.type>_event`` if this class defines it."""
+        await _maybe_await(self.on_event(event))
+        handler = getattr(self, f"on_{event.type.value}_event", None)
+        if handler is not None:
+            await _maybe_await(handler(event))
+
+
+async def _maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value

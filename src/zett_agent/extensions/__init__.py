@@ -1,0 +1,50 @@
+"""Extensions: hooks a host adds to an agent. Off unless added.
+
+Subclass :class:`Extension` and override what you need; every hook may be a
+plain or an ``async`` method:
+
+* ``before_model(request)`` — may return a changed :class:`ModelRequest`. Only the
+  outgoing request changes; the stored history is never rewritten.
+* ``after_model(response)`` — sees the :class:`ModelResponse` as the runtime
+  decided it (``response.stop`` is the value stored on the message).
+* ``before_tool(call)`` — may return a :class:`ToolResultMessage` to answer the
+  call without running the tool.
+* ``after_tool(call, result)`` — may return a replacement result.
+* ``on_complete(message, messages)`` — a stop hook: return a reason (str) to
+  veto completion; the reason is sent to the model as a user message and the
+  run goes on (bounded by max_turns). Not called after an abnormal stop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from zett_agent.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
+from zett_agent.protocols.base import ModelRequest, ModelResponse
+
+__all__ = ["Extension"]
+
+
+class Extension:
+    """Base class of agent extensions; every hook does nothing by default."""
+
+    def before_model(self, request: ModelRequest) -> Any:
+        """Return a changed request, or None to keep it."""
+        return None
+
+    def after_model(self, response: ModelResponse) -> Any:
+        """Observe a model response (``response.stop`` is None for a normal end)."""
+        return None
+
+    def before_tool(self, call: ToolCall) -> Any:
+        """Return a ToolResultMessage to answer ``call`` without running the tool."""
+        return None
+
+    def after_tool(self, call: ToolCall, result: ToolResultMessage) -> Any:
+        """Return a replacement ToolResultMessage, or None to keep ``result``."""
+        return None
+
+    def on_complete(self, message: AssistantMessage, messages: Sequence[Message]) -> Any:
+        """Return a reason (str) to veto completion and run another turn."""
+        return None

@@ -8,7 +8,9 @@
      │    ├── ProviderHTTPError   a non-2xx status that is not a refusal
      │    └── StreamError         an error inside a 200 stream, before any output
      ├── TransportError       the connection failed or went idle before any output
-     └── DecodeError          a body that no decoder can read (e.g. ``zett inspect``)
+     ├── DecodeError          a body that no decoder can read (e.g. ``zett inspect``)
+     ├── ResumeError          a session or history whose last answer cannot be resumed
+     └── SessionStoreError    a stored session that cannot be read or written as asked
 
 ``AgentStopError`` (an abnormal stop the caller asked to have raised) lives in
 :mod:`zett_agent.stop`. Errors from httpx are mapped to this tree in
@@ -24,6 +26,8 @@ __all__ = [
     "DecodeError",
     "ProviderError",
     "ProviderHTTPError",
+    "ResumeError",
+    "SessionStoreError",
     "StreamError",
     "TransportError",
     "ZettError",
@@ -45,6 +49,34 @@ class ConfigError(ZettError):
 
 class DecodeError(ZettError):
     """A response body that cannot be read at all (not JSON, not SSE, not NDJSON)."""
+
+
+class ResumeError(ZettError):
+    """There is nothing to resume, or the last answer must not be continued.
+
+    Raised by ``resume()`` for an empty history, an answer that ended normally,
+    and a REFUSAL or CONTEXT_FULL (continuing those would meet the same refusal or
+    overflow the context again). ``stop`` is the last answer's StopInfo, if any.
+    """
+
+    def __init__(self, message: str, *, stop: Any = None) -> None:
+        super().__init__(message)
+        self.stop = stop
+
+
+class SessionStoreError(ZettError):
+    """A stored session cannot be read (a corrupt row, a newer schema) or written.
+
+    ``session_id`` and ``row`` (the row's sequence number) say where, when known.
+    Rows are never skipped: loading the session fails instead.
+    """
+
+    def __init__(
+        self, message: str, *, session_id: str | None = None, row: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        self.row = row
 
 
 class TransportError(ZettError):

@@ -75,6 +75,7 @@ class AnthropicMessages(WireProtocol):
     """The Anthropic Messages API (name ``"anthropic"``)."""
 
     name = "anthropic"
+    supports_prefill = True  # a trailing assistant message is continued
 
     def encode_request(self, request: ModelRequest, vendor: Vendor) -> HTTPRequest:
         """``POST /v1/messages``: system prompt, alternating messages, tools.
@@ -147,6 +148,24 @@ class AnthropicMessages(WireProtocol):
             return None
         kept = [b for b in content if not (isinstance(b, Mapping) and b.get("type") == "tool_use")]
         return {**record, "content": kept}
+
+    def join_prefill(self, prefix: str, record: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The continuation's record with the prefilled text in front of its first
+        text block (or as a new first block); None for a record of another protocol."""
+        content = _record_content(record)
+        if content is None:
+            return None
+        blocks = [dict(b) if isinstance(b, Mapping) else b for b in content]
+        first = blocks[0] if blocks else None
+        if (
+            isinstance(first, dict)
+            and first.get("type") == "text"
+            and isinstance(first.get("text"), str)
+        ):
+            first["text"] = prefix + first["text"]
+        else:
+            blocks.insert(0, {"type": "text", "text": prefix})
+        return {**record, "content": blocks}
 
 
 def _record_content(record: Mapping[str, Any] | None) -> list[Any] | None:

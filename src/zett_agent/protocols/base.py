@@ -334,6 +334,15 @@ class WireProtocol(ABC):
     def decoder(self, vendor: Vendor) -> Decoder:
         """A fresh decoder for one response."""
 
+    supports_prefill: bool = False
+    """Whether the protocol continues a trailing assistant message (a prefill)."""
+
+    def join_prefill(self, prefix: str, record: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The record of a continuation with the prefilled text ``prefix`` put in
+        front, or None when records of this protocol cannot be joined (the joined
+        message is then replayed from its text and tool calls)."""
+        return None
+
     def without_tool_calls(self, record: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
         """``record`` (a provider record) with every tool call removed.
 

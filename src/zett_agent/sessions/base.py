@@ -1,0 +1,206 @@
+"""The :class:`SessionStore` interface, its rows, and the row codec every store shares.
+
+A session is an append-only list of rows, one per complete message, numbered
+``seq`` = 1, 2, 3... in the order they were written. A row holds the JSON of
+:func:`~zett_agent.messages.message_to_dict` and the schema version of that JSON:
+
+====  ===================================================================
+0     written before ``AssistantMessage.stop`` existed: no ``stop`` key,
+      loads with ``stop is None``
+1     the current form
+====  ===================================================================
+
+Rows are never rewritten. A resumed answer that is joined to the answer it
+continues (Anthropic prefill) is appended with ``replaces`` = that answer's
+``seq``: :meth:`SessionStore.load` shows the joined answer in its place, while
+:meth:`SessionStore.rows` keeps both, so the cut-off text is never lost. Only the
+last message of a session can be replaced.
+
+A row that cannot be read, or one with a newer schema version, makes loading its
+session fail with :class:`~zett_agent.errors.SessionStoreError` naming the session
+and the row: nothing is skipped silently. Messages hold no API keys or request
+headers, so rows hold none either.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from zett_agent.errors import SessionStoreError
+from zett_agent.messages import Message, message_from_dict, message_to_dict
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "SessionInfo",
+    "SessionStore",
+    "StoredRow",
+    "decode_row",
+    "encode_message",
+    "live_rows",
+    "replace_conflict",
+]
+
+SCHEMA_VERSION = 1
+"""The schema version of rows this code writes (see the module docstring)."""
+
+
+@dataclass(frozen=True)
+class StoredRow:
+    """One stored row: a complete message and where it sits in its session.
+
+    ``replaces`` is the ``seq`` of the row this one takes the place of in the
+    loaded history (a joined resumed answer), else None. ``created_at`` is a Unix
+    time in seconds.
+    """
+
+    session_id: str
+    seq: int
+    message: Message
+    schema_version: int = SCHEMA_VERSION
+    replaces: int | None = None
+    created_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """A stored session: its id, how many rows it has, and when it was written."""
+
+    session_id: str
+    rows: int
+    created_at: float
+    updated_at: float
+
+
+class SessionStore(ABC):
+    """Where sessions live. All methods are async and safe to call concurrently.
+
+    Implement :meth:`append`, :meth:`rows`, :meth:`list_sessions` and
+    :meth:`delete`; :meth:`load` is derived from :meth:`rows`.
+    """
+
+    @abstractmethod
+    async def append(
+        self, session_id: str, message: Message, *, replaces: int | None = None
+    ) -> int:
+        """Store ``message`` durably as the next row of ``session_id``; return its ``seq``.
+
+        With ``replaces``, the row takes the place of row ``replaces``, which must
+        be the last row of the session (else :class:`SessionStoreError`: the
+        session changed meanwhile). The replaced row stays in :meth:`rows`.
+        """
+
+    @abstractmethod
+    async def rows(self, session_id: str) -> list[StoredRow]:
+        """Every row of the session in ``seq`` order, replaced ones included.
+
+        An unknown session has none. Raises :class:`SessionStoreError` for a row
+        that cannot be read.
+        """
+
+    async def load(self, session_id: str) -> list[Message]:
+        """The session's conversation: its messages, a joined answer in place of
+        the answer it replaced. An unknown session is empty."""
+        return [row.message for row in live_rows(await self.rows(session_id))]
+
+    @abstractmethod
+    async def list_sessions(self) -> list[SessionInfo]:
+        """The stored sessions, most recently written first."""
+
+    @abstractmethod
+    async def delete(self, session_id: str) -> bool:
+        """Remove the session and all its rows; False when there was none."""
+
+    async def aclose(self) -> None:
+        """Release what the store holds open (a database connection)."""
+        return None
+
+    async def __aenter__(self) -> SessionStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def live_rows(rows: Sequence[StoredRow]) -> list[StoredRow]:
+    """The rows a loaded history is made of: each replacing row in the place of
+    the row it replaces. Raises :class:`SessionStoreError` when a row replaces one
+    that is not the last message before it."""
+    live: list[StoredRow] = []
+    for row in rows:
+        if row.replaces is None:
+            live.append(row)
+        elif live and live[-1].seq == row.replaces:
+            live[-1] = row
+        else:
+            raise SessionStoreError(
+                f"session {row.session_id!r}, row {row.seq}: it replaces row {row.replaces}, "
+                "which is not the message right before it",
+                session_id=row.session_id,
+                row=row.seq,
+            )
+    return live
+
+
+def encode_message(session_id: str, message: Message) -> str:
+    """The JSON text stored for ``message`` (schema :data:`SCHEMA_VERSION`)."""
+    try:
+        return json.dumps(
+            message_to_dict(message), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        )
+    except (TypeError, ValueError, KeyError) as error:
+        raise SessionStoreError(
+            f"session {session_id!r}: the message cannot be stored as JSON: {error}",
+            session_id=session_id,
+        ) from error
+
+
+def decode_row(session_id: str, seq: int, schema_version: Any, data: Any) -> Message:
+    """Load the message of one stored row.
+
+    Raises :class:`SessionStoreError` naming the session and row when the schema
+    version is unknown or newer than :data:`SCHEMA_VERSION`, or the data is not a
+    stored message.
+    """
+
+    def fail(why: str) -> SessionStoreError:
+        return SessionStoreError(
+            f"session {session_id!r}, row {seq}: {why}", session_id=session_id, row=seq
+        )
+
+    if (
+        not isinstance(schema_version, int)
+        or isinstance(schema_version, bool)
+        or schema_version < 0
+    ):
+        raise fail(f"unknown schema version {schema_version!r}")
+    if schema_version > SCHEMA_VERSION:
+        raise fail(
+            f"schema version {schema_version} is newer than this zett-agent reads "
+            f"(up to {SCHEMA_VERSION}); upgrade zett-agent to load this session"
+        )
+    try:
+        payload = json.loads(data)
+    except (TypeError, ValueError, RecursionError) as error:
+        raise fail(f"the stored data is not JSON ({error})") from error
+    if not isinstance(payload, dict):
+        raise fail(f"the stored data is not a JSON object (got {type(payload).__name__})")
+    if schema_version == 0:
+        payload.pop("stop", None)  # version 0 predates stop: such a key meant something else
+    try:
+        return message_from_dict(payload)
+    except ValueError as error:
+        raise fail(f"the stored data is not a message: {error}") from error
+
+
+def replace_conflict(session_id: str, replaces: int, last: int | None) -> SessionStoreError:
+    """The error for a replacement of a row that is no longer the session's last."""
+    return SessionStoreError(
+        f"session {session_id!r}: cannot replace row {replaces}, the last row is {last}; "
+        "the session changed while the answer was being resumed",
+        session_id=session_id,
+        row=replaces,
+    )

@@ -1,0 +1,60 @@
+"""A :class:`SessionStore` in the process's memory: gone when the process ends."""
+
+from __future__ import annotations
+
+import time
+
+from zett_agent.messages import Message
+from zett_agent.sessions.base import (
+    SCHEMA_VERSION,
+    SessionInfo,
+    SessionStore,
+    StoredRow,
+    decode_row,
+    encode_message,
+    replace_conflict,
+)
+
+__all__ = ["InMemorySessionStore"]
+
+_Row = tuple[int, int, int | None, float, str]  # seq, schema version, replaces, created_at, json
+
+
+class InMemorySessionStore(SessionStore):
+    """Sessions kept in a dict, for tests and short-lived hosts.
+
+    Rows are kept as the same JSON a durable store writes, so what loads here
+    loads the same from :class:`~zett_agent.sessions.SQLiteSessionStore`.
+    """
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, list[_Row]] = {}
+
+    async def append(
+        self, session_id: str, message: Message, *, replaces: int | None = None
+    ) -> int:
+        data = encode_message(session_id, message)
+        rows = self._sessions.setdefault(session_id, [])
+        last = rows[-1][0] if rows else None
+        if replaces is not None and last != replaces:
+            raise replace_conflict(session_id, replaces, last)
+        seq = (last or 0) + 1
+        rows.append((seq, SCHEMA_VERSION, replaces, time.time(), data))
+        return seq
+
+    async def rows(self, session_id: str) -> list[StoredRow]:
+        return [
+            StoredRow(session_id, seq, decode_row(session_id, seq, version, data), version, rep, at)
+            for seq, version, rep, at, data in self._sessions.get(session_id, ())
+        ]
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        infos = [
+            SessionInfo(sid, len(rows), rows[0][3], rows[-1][3])
+            for sid, rows in self._sessions.items()
+            if rows
+        ]
+        return sorted(infos, key=lambda info: info.updated_at, reverse=True)
+
+    async def delete(self, session_id: str) -> bool:
+        return bool(self._sessions.pop(session_id, None))

@@ -1,0 +1,252 @@
+"""The durable default: :class:`SQLiteSessionStore`, on the stdlib ``sqlite3``.
+
+One file holds every session. The file is in WAL mode with ``synchronous=FULL``
+by default, and every message is written in its own ``BEGIN IMMEDIATE``
+transaction, so a message is on disk when :meth:`~SQLiteSessionStore.append`
+returns, a killed process leaves every complete message behind, and several
+processes can share the file (SQLite's locks, waiting up to ``timeout``).
+
+Layout (``PRAGMA user_version`` = 1)::
+
+    messages(session_id TEXT, seq INTEGER, schema_version INTEGER,
+             replaces INTEGER NULL, created_at REAL, data TEXT,
+             PRIMARY KEY (session_id, seq))
+
+A file of layout 0 (the same table without ``replaces``) is upgraded in place
+when opened; a newer layout raises :class:`~zett_agent.errors.SessionStoreError`.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio.to_thread
+
+from zett_agent.errors import SessionStoreError
+from zett_agent.messages import Message
+from zett_agent.sessions.base import (
+    SCHEMA_VERSION,
+    SessionInfo,
+    SessionStore,
+    StoredRow,
+    decode_row,
+    encode_message,
+    replace_conflict,
+)
+
+__all__ = ["DB_LAYOUT_VERSION", "SQLiteSessionStore"]
+
+DB_LAYOUT_VERSION = 1
+"""``PRAGMA user_version`` of the file layout this code writes."""
+
+_T = TypeVar("_T")
+_SYNCHRONOUS = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
+_CREATE = """
+CREATE TABLE messages (
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    schema_version INTEGER NOT NULL,
+    replaces INTEGER,
+    created_at REAL NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID
+"""
+
+
+class SQLiteSessionStore(SessionStore):
+    """Sessions in one SQLite file (``":memory:"`` for a private in-memory database).
+
+    Args:
+        path: the database file; made, with its folder, when missing.
+        synchronous: SQLite's ``synchronous`` setting. ``"FULL"`` (default) also
+            survives a power cut; ``"NORMAL"`` survives a crashed or killed process.
+        timeout: seconds to wait for another process's write lock.
+
+    Blocking calls run in a worker thread (``anyio.to_thread``) on one connection
+    guarded by a lock, opened on first use.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, synchronous: str = "FULL", timeout: float = 30.0
+    ) -> None:
+        if synchronous.upper() not in _SYNCHRONOUS:
+            raise ValueError(f"synchronous must be one of {sorted(_SYNCHRONOUS)}")
+        self.path = str(path)
+        self.synchronous = synchronous.upper()
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"SQLiteSessionStore({self.path!r})"
+
+    # ------------------------------------------------------------ the interface
+
+    async def append(
+        self, session_id: str, message: Message, *, replaces: int | None = None
+    ) -> int:
+        data = encode_message(session_id, message)
+        return await self._run(self._append, session_id, data, replaces)
+
+    async def rows(self, session_id: str) -> list[StoredRow]:
+        raw = await self._run(self._rows, session_id)
+        return [
+            StoredRow(session_id, seq, decode_row(session_id, seq, version, data), version, rep, at)
+            for seq, version, rep, at, data in raw
+        ]
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        raw = await self._run(self._list)
+        return [SessionInfo(sid, count, first, last) for sid, count, first, last in raw]
+
+    async def delete(self, session_id: str) -> bool:
+        return await self._run(self._delete, session_id)
+
+    async def aclose(self) -> None:
+        await anyio.to_thread.run_sync(self._close)
+
+    async def integrity_check(self) -> str:
+        """``PRAGMA integrity_check`` of the file: ``"ok"`` when it is sound."""
+        rows = await self._run(lambda conn: conn.execute("PRAGMA integrity_check").fetchall())
+        return "\n".join(str(row[0]) for row in rows)
+
+    # ------------------------------------------------------------ in the worker thread
+
+    async def _run(self, function: Callable[..., _T], *args: Any) -> _T:
+        return await anyio.to_thread.run_sync(partial(self._locked, function, *args))
+
+    def _locked(self, function: Callable[..., _T], *args: Any) -> _T:
+        with self._lock:
+            conn = self._connection()
+            try:
+                return function(conn, *args)
+            except sqlite3.Error as error:
+                if conn.in_transaction:
+                    conn.rollback()
+                raise SessionStoreError(f"{self.path}: {type(error).__name__}: {error}") from error
+            except BaseException:
+                if conn.in_transaction:
+                    conn.rollback()
+                raise
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is not None:
+            return self._conn
+        if self._closed:
+            raise SessionStoreError(f"{self.path}: the session store is closed")
+        if self.path != ":memory:" and not self.path.startswith("file:"):
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = sqlite3.connect(
+                self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as error:
+            raise SessionStoreError(f"{self.path}: cannot open: {error}") from error
+        try:
+            self._set_up(conn)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        return conn
+
+    def _set_up(self, conn: sqlite3.Connection) -> None:
+        try:
+            self._retry_locked(lambda: conn.execute("PRAGMA journal_mode=WAL"))
+            conn.execute(f"PRAGMA synchronous={self.synchronous}")
+            if self._layout(conn) == DB_LAYOUT_VERSION:
+                return
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                layout = self._layout(conn)  # another process may have set it up meanwhile
+                if layout == 0:
+                    columns = {row[1] for row in conn.execute("PRAGMA table_info(messages)")}
+                    if not columns:
+                        conn.execute(_CREATE)
+                    elif "replaces" not in columns:
+                        conn.execute("ALTER TABLE messages ADD COLUMN replaces INTEGER")
+                    conn.execute(f"PRAGMA user_version={DB_LAYOUT_VERSION}")
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.rollback()
+                raise
+        except sqlite3.Error as error:
+            raise SessionStoreError(f"{self.path}: cannot set up: {error}") from error
+
+    def _layout(self, conn: sqlite3.Connection) -> int:
+        layout = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if layout > DB_LAYOUT_VERSION:
+            raise SessionStoreError(
+                f"{self.path}: the session database has layout version {layout}, newer than "
+                f"this zett-agent reads (up to {DB_LAYOUT_VERSION}); upgrade zett-agent"
+            )
+        return layout
+
+    def _retry_locked(self, action: Callable[[], object]) -> None:
+        # Switching to WAL needs a moment alone with the file; SQLite does not
+        # always wait for it with the busy timeout, so wait here.
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                action()
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def _append(
+        self, conn: sqlite3.Connection, session_id: str, data: str, replaces: int | None
+    ) -> int:
+        conn.execute("BEGIN IMMEDIATE")
+        last = conn.execute(
+            "SELECT MAX(seq) FROM messages WHERE session_id = ?", (session_id,)
+        ).fetchone()[0]
+        if replaces is not None and last != replaces:
+            raise replace_conflict(session_id, replaces, last)
+        seq = int(last or 0) + 1
+        conn.execute(
+            "INSERT INTO messages (session_id, seq, schema_version, replaces, created_at, data)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (session_id, seq, SCHEMA_VERSION, replaces, time.time(), data),
+        )
+        conn.execute("COMMIT")
+        return seq
+
+    @staticmethod
+    def _rows(conn: sqlite3.Connection, session_id: str) -> list[tuple[Any, ...]]:
+        return conn.execute(
+            "SELECT seq, schema_version, replaces, created_at, data FROM messages"
+            " WHERE session_id = ? ORDER BY seq",
+            (session_id,),
+        ).fetchall()
+
+    @staticmethod
+    def _list(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+        return conn.execute(
+            "SELECT session_id, COUNT(*), MIN(created_at), MAX(created_at) FROM messages"
+            " GROUP BY session_id ORDER BY MAX(created_at) DESC, session_id"
+        ).fetchall()
+
+    @staticmethod
+    def _delete(conn: sqlite3.Connection, session_id: str) -> bool:
+        conn.execute("BEGIN IMMEDIATE")
+        count = conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,)).rowcount
+        conn.execute("COMMIT")
+        return count > 0
+
+    def _close(self) -> None:
+        with self._lock:
+            self._closed = True
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None

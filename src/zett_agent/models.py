@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -41,7 +41,9 @@ class ModelClient(Protocol):
     @property
     def provider(self) -> str: ...
 
-    def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent | ModelResponse, None]: ...
+    def stream(
+        self, request: ModelRequest
+    ) -> AsyncGenerator[StreamEvent | ModelResponse, None]: ...
 
     def without_tool_calls(self, record: Mapping[str, Any] | None) -> Mapping[str, Any] | None: ...
 
@@ -141,7 +143,9 @@ class Model:
         headers.update(self.extra_headers)
         return headers
 
-    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent | ModelResponse, None]:
+    async def stream(
+        self, request: ModelRequest
+    ) -> AsyncGenerator[StreamEvent | ModelResponse, None]:
         """Yield the stream events of one call, then its :class:`ModelResponse`.
 
         Raises :class:`~zett_agent.errors.ProviderError` or

@@ -1,0 +1,502 @@
+"""Google Gemini ``generateContent`` / ``streamGenerateContent?alt=sse``, Gemini API and Vertex.
+
+Mappings, from https://ai.google.dev/api/generate-content#FinishReason (``FinishReason``,
+``BlockReason``), the Vertex reference for ``FunctionCall.partialArgs`` / ``willContinue``
+(https://cloud.google.com/vertex-ai/generative-ai/docs/reference/rest/v1/Content) and
+``../shared/corpus/WIRE.md`` section 4:
+
+* ``STOP`` -> END_TURN, or TOOL_USE when the candidate holds ``functionCall`` parts (Gemini
+  has no tool finish value; the call and the STOP may come in one chunk or two);
+* ``MAX_TOKENS`` -> MAX_OUTPUT (also with no parts at all, when thinking used the budget);
+* ``SAFETY``, ``RECITATION``, ``BLOCKLIST``, ``PROHIBITED_CONTENT``, ``SPII``,
+  ``IMAGE_SAFETY``, ``IMAGE_PROHIBITED_CONTENT``, ``IMAGE_RECITATION`` -> REFUSAL with the
+  value as category, ``finishMessage`` as message and ``safetyRatings`` in detail;
+* no candidates + ``promptFeedback.blockReason`` -> REFUSAL (category = block reason,
+  ``blockReasonMessage`` as message);
+* anything else (``OTHER``, ``MALFORMED_FUNCTION_CALL``, ``LANGUAGE``, Vertex
+  ``MODEL_ARMOR``, numbers) -> OTHER with the raw value as a string;
+* no candidates and no block reason: INTERRUPTED, because the provider ended the step
+  without output and without saying why (``detail["no_candidates"]``); a stream that never
+  sent a finishReason is INTERRUPTED with ``detail["incomplete_stream"]``, so the transport
+  retries it when nothing arrived at all;
+* an ``{"error": ...}`` chunk in a 200 stream: INTERRUPTED with the text kept, or
+  :class:`StreamError` when nothing arrived.
+
+``usageMetadata`` comes on every chunk and is not cumulative: the last one with counts
+wins. Output tokens include ``thoughtsTokenCount``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from zett_agent.errors import ProviderError, ProviderHTTPError, StreamError
+from zett_agent.messages import (
+    AssistantMessage,
+    SystemMessage,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from zett_agent.protocols.base import (
+    Decoder,
+    HTTPRequest,
+    ModelRequest,
+    ModelResponse,
+    StreamEvent,
+    WireProtocol,
+    as_text,
+    load_json,
+    retry_after_seconds,
+    stop,
+)
+from zett_agent.stop import StopInfo, StopReason
+from zett_agent.vendors import Vendor, match_http_refusal
+
+__all__ = ["Gemini"]
+
+_R = StopReason
+_REFUSALS = [
+    "SAFETY",
+    "RECITATION",
+    "BLOCKLIST",
+    "PROHIBITED_CONTENT",
+    "SPII",
+    "IMAGE_SAFETY",
+    "IMAGE_PROHIBITED_CONTENT",
+    "IMAGE_RECITATION",
+]
+_FINISH: dict[str, StopReason] = {
+    "STOP": _R.END_TURN,
+    "MAX_TOKENS": _R.MAX_OUTPUT,
+    **dict.fromkeys(_REFUSALS, _R.REFUSAL),
+}
+_CHOICE = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
+_PATH_TOKEN = re.compile(r"\.([^.\[\]]+)|\[(\d{1,6})\]|\['([^']*)'\]|\[\"([^\"]*)\"\]")
+_MAX_INDEX = 10_000
+
+
+def _d(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _l(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class Gemini(WireProtocol):
+    """The Gemini wire protocol (name ``"gemini"``), for Google AI Studio and Vertex AI."""
+
+    name = "gemini"
+
+    def encode_request(self, request: ModelRequest, vendor: Vendor) -> HTTPRequest:
+        model = request.model.removeprefix("models/")
+        system = [m.content for m in request.messages if isinstance(m, SystemMessage)]
+        body: dict[str, Any] = {"contents": _contents(request)}
+        if system:
+            body["systemInstruction"] = {"parts": [{"text": "\n\n".join(system)}]}
+        if request.tools:
+            body["tools"] = [
+                {
+                    "functionDeclarations": [
+                        {
+                            "name": t.name,
+                            "description": t.description,
+                            "parameters": dict(t.parameters),
+                        }
+                        for t in request.tools
+                    ]
+                }
+            ]
+        if request.tool_choice:
+            mode = _CHOICE.get(request.tool_choice)
+            config: dict[str, Any] = {"mode": mode or "ANY"}
+            if mode is None:
+                config["allowedFunctionNames"] = [request.tool_choice]
+            body["toolConfig"] = {"functionCallingConfig": config}
+        generation: dict[str, Any] = {}
+        if request.max_tokens is not None:
+            generation["maxOutputTokens"] = request.max_tokens
+        if request.temperature is not None:
+            generation["temperature"] = request.temperature
+        if request.stop_sequences:
+            generation["stopSequences"] = list(request.stop_sequences)
+        if generation:
+            body["generationConfig"] = generation
+        body.update(request.extra_body)
+        if request.stream:
+            return HTTPRequest(
+                f"/models/{model}:streamGenerateContent", body, "sse", params={"alt": "sse"}
+            )
+        return HTTPRequest(f"/models/{model}:generateContent", body, "json")
+
+    def decoder(self, vendor: Vendor) -> Decoder:
+        return GeminiDecoder(vendor)
+
+    def without_tool_calls(self, record: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        content = _d(_d(record).get("content"))
+        parts = [p for p in _l(content.get("parts")) if "functionCall" not in _d(p)]
+        return {**_d(record), "content": {**content, "parts": parts}} if parts else None
+
+
+def _contents(request: ModelRequest) -> list[dict[str, Any]]:
+    contents: list[dict[str, Any]] = []
+    call_ids: set[str] = set()  # ids Gemini gave its calls, to echo in functionResponse
+    for message in request.messages:
+        if isinstance(message, UserMessage):
+            contents.append({"role": "user", "parts": [{"text": message.content}]})
+        elif isinstance(message, AssistantMessage):
+            record = _d(message.provider_record)
+            content = _d(record.get("content"))
+            if record.get("protocol") == "gemini" and _l(content.get("parts")):
+                for part in map(_d, content["parts"]):
+                    if isinstance(_d(part.get("functionCall")).get("id"), str):
+                        call_ids.add(part["functionCall"]["id"])
+                contents.append({**content, "role": "model"})
+                continue
+            parts: list[dict[str, Any]] = [{"text": message.text}] if message.text else []
+            for call in message.tool_calls:
+                try:
+                    args = call.parsed_arguments()
+                except ValueError:
+                    args = {}
+                parts.append({"functionCall": {"name": call.name, "args": args}})
+            if parts:
+                contents.append({"role": "model", "parts": parts})
+        elif isinstance(message, ToolResultMessage):
+            answer = {"error" if message.is_error else "result": message.content}
+            reply: dict[str, Any] = {"name": message.name, "response": answer}
+            if message.tool_call_id in call_ids:
+                reply["id"] = message.tool_call_id
+            part = {"functionResponse": reply}
+            last = contents[-1] if contents else None
+            if (
+                last
+                and last["role"] == "user"
+                and all("functionResponse" in p for p in last["parts"])
+            ):
+                last["parts"].append(part)  # parallel results go back in one turn
+            else:
+                contents.append({"role": "user", "parts": [part]})
+    return contents
+
+
+@dataclass
+class _Call:
+    key: int
+    id: str | None
+    name: str | None
+    args: Any = field(default_factory=dict)
+    part: dict[str, Any] = field(default_factory=dict)  # the part that started the call
+    whole: bool = False  # the call came in one part: replay that part unchanged
+
+
+class GeminiDecoder(Decoder):
+    """Sans-IO decoder of one Gemini answer (``alt=sse`` chunks or a whole body)."""
+
+    def __init__(self, vendor: Vendor) -> None:
+        super().__init__(vendor)
+        self.malformed = 0
+        self.candidate: dict[str, Any] | None = None  # the finishing candidate
+        self.block: dict[str, Any] | None = None
+        self.error: dict[str, Any] | None = None
+        self.saw_candidate = False
+        self.parts: list[dict[str, Any]] = []  # the provider record, merged
+        self._open: _Call | None = None
+        self._calls = 0
+        self._done = False
+
+    # ---------------------------------------------------------------- feeding
+    def feed_sse(self, event: str, data: str) -> list[StreamEvent]:
+        if self._done or event == "ping" or data.strip() in ("", "[DONE]"):
+            return []
+        try:
+            obj = json.loads(data)
+        except (ValueError, RecursionError):
+            self.malformed += 1
+            return []
+        events: list[StreamEvent] = []
+        for chunk in obj if isinstance(obj, list) else [obj]:
+            events += self._chunk(chunk, streamed=True)
+        return events
+
+    def _chunk(self, obj: Any, *, streamed: bool) -> list[StreamEvent]:
+        if self._done:
+            return []
+        if not isinstance(obj, dict):
+            self.malformed += 1
+            return []
+        if "error" in obj and not obj.get("candidates"):
+            error = _d(obj["error"]) or {"message": str(obj["error"])}
+            if not self.builder.has_output:
+                cls = StreamError if streamed else ProviderError
+                raise cls(
+                    str(error.get("message") or "error"),
+                    provider=self.vendor.name,
+                    status=200,
+                    error_type=as_text(error.get("status")),
+                    code=_code(error.get("code")),
+                    body=error,
+                )
+            self.error, self._done = error, True
+            return []
+        self._usage(_d(obj.get("usageMetadata")))
+        if isinstance(obj.get("modelVersion"), str):
+            self.builder.model = obj["modelVersion"]
+        feedback = _d(obj.get("promptFeedback"))
+        if feedback.get("blockReason") is not None:
+            self.block = feedback
+        candidate = next(
+            (c for c in map(_d, _l(obj.get("candidates"))) if c.get("index") in (None, 0)), None
+        )
+        if candidate is None:
+            return []
+        self.saw_candidate = True
+        events: list[StreamEvent] = []
+        for part in _l(_d(candidate.get("content")).get("parts")):
+            events += self._part(part)
+        if candidate.get("finishReason") not in (None, ""):
+            events += self._close()
+            self.candidate, self._done = candidate, True
+        return events
+
+    def _usage(self, meta: dict[str, Any]) -> None:
+        prompt, out = _int(meta.get("promptTokenCount")), _int(meta.get("candidatesTokenCount"))
+        thoughts = _int(meta.get("thoughtsTokenCount"))
+        cached = _int(meta.get("cachedContentTokenCount"))
+        if prompt is None and out is None and thoughts is None and cached is None:
+            return  # e.g. Vertex {"trafficType": ...} only
+        total = None if out is None and thoughts is None else (out or 0) + (thoughts or 0)
+        self.builder.set_usage(Usage(prompt, total, cached, thoughts))
+
+    def _part(self, part: Any) -> list[StreamEvent]:
+        if not isinstance(part, dict):
+            self.malformed += 1
+            return []
+        if isinstance(part.get("functionCall"), dict):
+            return self._function_call(part["functionCall"], part)
+        text = part.get("text")
+        if not isinstance(text, str):
+            self.parts.append(part)  # inlineData, executableCode...: kept for replay
+            return []
+        thought = part.get("thought") is True
+        last = self.parts[-1] if self.parts else None
+        plain = set(part) <= {"text", "thought"}
+        if (
+            plain
+            and last is not None
+            and isinstance(last.get("text"), str)
+            and (last.get("thought") is True) == thought
+            and "thoughtSignature" not in last
+        ):
+            last["text"] += text
+        elif text or not plain:
+            self.parts.append(dict(part))
+        return self.builder.reasoning(text) if thought else self.builder.text(text)
+
+    def _function_call(self, call: dict[str, Any], part: dict[str, Any]) -> list[StreamEvent]:
+        partial = _l(call.get("partialArgs"))
+        more = call.get("willContinue") is True
+        events: list[StreamEvent] = []
+        if as_text(call.get("name")) or isinstance(call.get("args"), dict) or self._open is None:
+            if not (partial or more or call.get("name") or call.get("args")):
+                return []  # a stray terminator
+            events += self._close()
+            args = call.get("args")
+            self._open = _Call(
+                self._calls,
+                as_text(call.get("id")),
+                as_text(call.get("name")),
+                dict(args) if isinstance(args, dict) else {},
+                part,
+                not (partial or more),
+            )
+            self._calls += 1
+            events += self.builder.tool_call(self._open.key, id=self._open.id, name=self._open.name)
+        elif not partial and not more:
+            return self._close()  # the empty functionCall{} terminator
+        for piece in partial:
+            if not self._apply(self._open, _d(piece)):
+                self.malformed += 1
+        return events if more else events + self._close()
+
+    def _apply(self, call: _Call, piece: dict[str, Any]) -> bool:
+        """Put one Vertex ``partialArgs`` value at its JSON path; False if it does not fit."""
+        path = piece.get("jsonPath")
+        if not isinstance(path, str) or not path.startswith("$"):
+            return False
+        tokens: list[str | int] = []
+        pos = 1
+        while pos < len(path):
+            match = _PATH_TOKEN.match(path, pos)
+            if match is None:
+                return False
+            name, index, quoted1, quoted2 = match.groups()
+            tokens.append(int(index) if index is not None else (name or quoted1 or quoted2 or ""))
+            pos = match.end()
+        if not tokens or any(isinstance(t, int) and t > _MAX_INDEX for t in tokens):
+            return False
+        append = isinstance(piece.get("stringValue"), str)
+        if append:
+            value: Any = piece["stringValue"]
+        elif isinstance(piece.get("numberValue"), int | float) and not isinstance(
+            piece["numberValue"], bool
+        ):
+            number = piece["numberValue"]
+            value = int(number) if isinstance(number, float) and number.is_integer() else number
+        elif isinstance(piece.get("boolValue"), bool):
+            value = piece["boolValue"]
+        elif "nullValue" in piece:
+            value = None
+        else:
+            return True  # no value: nothing to add
+        node: Any = call.args
+        for i, token in enumerate(tokens):
+            if isinstance(token, int):
+                if not isinstance(node, list):
+                    return False
+                node.extend([None] * (token + 1 - len(node)))
+                current = node[token]
+            elif isinstance(node, dict):
+                current = node.get(token)
+            else:
+                return False
+            if i == len(tokens) - 1:
+                node[token] = current + value if append and isinstance(current, str) else value
+                break
+            if current is None:
+                current = node[token] = [] if isinstance(tokens[i + 1], int) else {}
+            node = current
+        return True
+
+    def _close(self) -> list[StreamEvent]:
+        call, self._open = self._open, None
+        if call is None:
+            return []
+        if call.whole:
+            self.parts.append(call.part)
+        else:  # joined from Vertex partialArgs: the whole call, signature kept
+            payload: dict[str, Any] = {"name": call.name or "", "args": call.args}
+            if call.id:
+                payload["id"] = call.id
+            self.parts.append({**call.part, "functionCall": payload})
+        try:
+            arguments = json.dumps(call.args, ensure_ascii=False)
+        except (ValueError, RecursionError):  # pragma: no cover - args come from JSON
+            arguments, self.malformed = "{}", self.malformed + 1
+        return self.builder.tool_call(call.key, arguments=arguments)
+
+    # ---------------------------------------------------------------- ends
+    def finish(self) -> ModelResponse:
+        return self._end(streamed=True)
+
+    def decode_body(self, body: bytes) -> ModelResponse:
+        data = load_json(body)
+        for chunk in data if isinstance(data, list) else [data]:
+            self._chunk(chunk, streamed=False)
+        return self._end(streamed=False)
+
+    def decode_error(self, status: int, headers: Mapping[str, str], body: bytes) -> ModelResponse:
+        try:
+            data: Any = json.loads(body)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            data = body.decode("utf-8", "replace")[:2000]
+        if isinstance(data, list) and data:  # some Google front ends wrap the error in a list
+            data = data[0]
+        refusal = match_http_refusal(self.vendor, status, data)
+        if refusal is not None:
+            return ModelResponse(text="", tool_calls=(), stop_info=refusal)
+        error = _d(_d(data).get("error"))
+        message = as_text(error.get("message")) or (
+            data if isinstance(data, str) and data else f"HTTP {status}"
+        )
+        retry_after = retry_after_seconds(headers)
+        if retry_after is None:
+            retry_after = _retry_delay(error)
+        raise ProviderHTTPError(
+            message,
+            provider=self.vendor.name,
+            status=status,
+            error_type=as_text(error.get("status")) or as_text(error.get("type")),
+            code=_code(error.get("code")),
+            retry_after=retry_after,
+            body=data,
+        )
+
+    def _end(self, *, streamed: bool) -> ModelResponse:
+        self._close()
+        if self.error is not None:
+            code = as_text(self.error.get("status")) or _code(self.error.get("code"))
+            raw = None if code is None else str(code)
+            return self._build(
+                stop(
+                    _R.INTERRUPTED,
+                    raw,
+                    category=raw,
+                    message=as_text(self.error.get("message")),
+                    detail={"error": self.error},
+                )
+            )
+        if self.candidate is None and self.block is not None:
+            raw = str(self.block.get("blockReason"))
+            return self._build(
+                stop(
+                    _R.REFUSAL,
+                    raw,
+                    category=raw,
+                    message=as_text(self.block.get("blockReasonMessage")),
+                    detail={"prompt_feedback": self.block},
+                )
+            )
+        if self.candidate is None:
+            detail: dict[str, Any] = {"no_candidates": True} if not self.saw_candidate else {}
+            if streamed:
+                detail["incomplete_stream"] = True
+            elif self.saw_candidate:
+                detail["no_finish_reason"] = True
+            message = None if self.saw_candidate else "the provider returned no candidates"
+            return self._build(stop(_R.INTERRUPTED, message=message, detail=detail))
+        raw = str(self.candidate.get("finishReason"))
+        message = as_text(self.candidate.get("finishMessage"))
+        reason = self.vendor.finish_reasons.get(raw) or _FINISH.get(raw, _R.OTHER)
+        if reason is _R.END_TURN and self.builder.tool_calls():
+            reason = _R.TOOL_USE
+        detail = {}
+        if reason is _R.REFUSAL and isinstance(self.candidate.get("safetyRatings"), list):
+            detail["safety_ratings"] = self.candidate["safetyRatings"]
+        category = raw if reason in (_R.REFUSAL, _R.OTHER) else None
+        return self._build(stop(reason, raw, category=category, message=message, detail=detail))
+
+    def _build(self, info: StopInfo) -> ModelResponse:
+        if self.malformed:
+            info = info.with_detail(malformed_events=self.malformed)
+        record = (
+            {"protocol": "gemini", "content": {"role": "model", "parts": self.parts}}
+            if self.parts
+            else None
+        )
+        return self.builder.build(info, record)
+
+
+def _code(value: Any) -> str | int | None:
+    return value if isinstance(value, str | int) and not isinstance(value, bool) else None
+
+
+def _retry_delay(error: dict[str, Any]) -> float | None:
+    """Seconds from a ``google.rpc.RetryInfo`` detail (``"retryDelay": "34.4s"``)."""
+    for detail in map(_d, _l(error.get("details"))):
+        delay = detail.get("retryDelay")
+        if isinstance(delay, str) and delay.endswith("s"):
+            try:
+                return max(0.0, float(delay[:-1]))
+            except ValueError:
+                return None
+    return None

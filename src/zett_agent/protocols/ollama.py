@@ -1,0 +1,263 @@
+"""Ollama's native chat API (``POST /api/chat``), NDJSON stream or one JSON body.
+
+Mappings, from https://github.com/ollama/ollama/blob/main/docs/api.md (chat, load and
+unload examples; ``done_reason`` is an open string set in ``server/routes.go`` and
+``llm/server.go``) and ``../shared/corpus/WIRE.md`` section 13:
+
+* ``stop`` -> END_TURN, or TOOL_USE when the message had ``tool_calls`` (Ollama keeps
+  ``stop`` for tool calls; they can arrive in a chunk before the ``done`` one);
+* ``length`` -> MAX_OUTPUT;
+* anything else (``load``, ``unload``, ...) -> OTHER with the raw value kept: an empty
+  answer to a load request is not a normal answer;
+* ``done: true`` without ``done_reason`` (Ollama before ``done_reason`` existed) -> as ``stop``;
+* an ``{"error": "..."}`` line on a 200 stream -> INTERRUPTED with the text kept, or
+  :class:`StreamError` when nothing arrived; a stream without a ``done: true`` line ->
+  INTERRUPTED with ``detail["incomplete_stream"]``.
+
+Tool-call ``arguments`` are JSON objects on Ollama's wire and JSON text in
+:class:`~zett_agent.messages.ToolCall`; they are converted both ways.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from zett_agent.errors import DecodeError, ProviderError, ProviderHTTPError, StreamError
+from zett_agent.messages import (
+    AssistantMessage,
+    SystemMessage,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from zett_agent.protocols.base import (
+    Decoder,
+    HTTPRequest,
+    ModelRequest,
+    ModelResponse,
+    StreamEvent,
+    WireProtocol,
+    as_text,
+    load_json,
+    retry_after_seconds,
+    stop,
+)
+from zett_agent.stop import StopInfo, StopReason
+from zett_agent.vendors import Vendor, match_http_refusal
+
+__all__ = ["OllamaChat"]
+
+_R = StopReason
+_DONE = {"stop": _R.END_TURN, "length": _R.MAX_OUTPUT}
+
+
+def _d(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _l(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class OllamaChat(WireProtocol):
+    """The Ollama native chat protocol (name ``"ollama"``)."""
+
+    name = "ollama"
+
+    def encode_request(self, request: ModelRequest, vendor: Vendor) -> HTTPRequest:
+        messages: list[dict[str, Any]] = []
+        for message in request.messages:
+            if isinstance(message, SystemMessage):
+                messages.append({"role": "system", "content": message.content})
+            elif isinstance(message, UserMessage):
+                messages.append({"role": "user", "content": message.content})
+            elif isinstance(message, ToolResultMessage):
+                messages.append(
+                    {"role": "tool", "content": message.content, "tool_name": message.name}
+                )
+            elif isinstance(message, AssistantMessage):
+                entry: dict[str, Any] = {"role": "assistant", "content": message.text}
+                if message.tool_calls:
+                    entry["tool_calls"] = [
+                        {"function": {"name": c.name, "arguments": _arguments_object(c.arguments)}}
+                        for c in message.tool_calls
+                    ]
+                messages.append(entry)
+        body: dict[str, Any] = {
+            "model": request.model,
+            "messages": messages,
+            "stream": request.stream,
+        }
+        if request.tools and request.tool_choice != "none":
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": dict(t.parameters),
+                    },
+                }
+                for t in request.tools
+            ]
+        options: dict[str, Any] = {}
+        if request.max_tokens is not None:
+            options["num_predict"] = request.max_tokens
+        if request.temperature is not None:
+            options["temperature"] = request.temperature
+        if request.stop_sequences:
+            options["stop"] = list(request.stop_sequences)
+        if options:
+            body["options"] = options
+        body.update(request.extra_body)
+        return HTTPRequest("/api/chat", body, "ndjson" if request.stream else "json")
+
+    def decoder(self, vendor: Vendor) -> Decoder:
+        return OllamaDecoder(vendor)
+
+
+def _arguments_object(text: str) -> Any:
+    """JSON argument text as the object Ollama expects (``{}`` if it is not valid JSON)."""
+    try:
+        value = json.loads(text or "{}")
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+class OllamaDecoder(Decoder):
+    """Sans-IO decoder of one Ollama chat answer (NDJSON lines or one JSON object)."""
+
+    def __init__(self, vendor: Vendor) -> None:
+        super().__init__(vendor)
+        self.malformed = 0
+        self.final: dict[str, Any] | None = None  # the done:true object
+        self.error: Any = None
+        self._calls = 0
+
+    def feed_line(self, line: str) -> list[StreamEvent]:
+        if self.final is not None or self.error is not None or not line.strip():
+            return []  # anything after the end (a gateway's cost line) is ignored
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):
+            obj = None
+        return self._object(obj, streamed=True)
+
+    def _object(self, obj: Any, *, streamed: bool) -> list[StreamEvent]:
+        if self.final is not None or self.error is not None:
+            return []
+        if not isinstance(obj, dict):
+            self.malformed += 1
+            return []
+        if obj.get("error") is not None:
+            self.error = obj["error"]
+            if not self.builder.has_output:
+                error = _d(self.error)
+                text = as_text(error.get("message")) or str(self.error)
+                cls = StreamError if streamed else ProviderError
+                raise cls(text, provider=self.vendor.name, status=200, body=obj)
+            return []
+        if isinstance(obj.get("model"), str):
+            self.builder.model = obj["model"]
+        message = _d(obj.get("message"))
+        events = self.builder.reasoning(as_text(message.get("thinking")) or "")
+        events += self.builder.text(as_text(message.get("content")) or "")
+        events += self.builder.text(as_text(obj.get("response")) or "")  # /api/generate form
+        for call in _l(message.get("tool_calls")):
+            events += self._tool_call(_d(call))
+        if obj.get("done") is True:
+            self.final = obj
+            prompt, output = _int(obj.get("prompt_eval_count")), _int(obj.get("eval_count"))
+            if prompt is not None or output is not None:
+                self.builder.set_usage(Usage(input_tokens=prompt, output_tokens=output))
+        return events
+
+    def _tool_call(self, call: dict[str, Any]) -> list[StreamEvent]:
+        function = _d(call.get("function"))
+        if not function:
+            self.malformed += 1
+            return []
+        arguments = function.get("arguments")
+        text = (
+            arguments
+            if isinstance(arguments, str)
+            else json.dumps(arguments if arguments is not None else {}, ensure_ascii=False)
+        )
+        key, self._calls = self._calls, self._calls + 1
+        return self.builder.tool_call(
+            key, id=as_text(call.get("id")), name=as_text(function.get("name")), arguments=text
+        )
+
+    def finish(self) -> ModelResponse:
+        if self.error is not None:
+            message = as_text(_d(self.error).get("message")) or str(self.error)
+            return self._build(
+                stop(_R.INTERRUPTED, "error", message=message, detail={"error": self.error})
+            )
+        if self.final is None:
+            return self._build(stop(_R.INTERRUPTED, detail={"incomplete_stream": True}))
+        raw = self.final.get("done_reason")
+        raw = str(raw) if raw is not None and raw != "" else None
+        reason = (
+            _R.END_TURN
+            if raw is None
+            else (self.vendor.finish_reasons.get(raw) or _DONE.get(raw, _R.OTHER))
+        )
+        if reason is _R.END_TURN and self.builder.tool_calls():
+            reason = _R.TOOL_USE
+        return self._build(stop(reason, raw, category=raw if reason is _R.OTHER else None))
+
+    def decode_body(self, body: bytes) -> ModelResponse:
+        try:
+            data = load_json(body)
+        except DecodeError:
+            lines = body.decode("utf-8", "replace").splitlines()
+            if len(lines) < 2:  # not NDJSON sent despite stream:false either
+                raise
+            for line in lines:
+                try:
+                    self._object(json.loads(line), streamed=False)
+                except (ValueError, RecursionError):
+                    self.malformed += 1
+            return self.finish()
+        self._object(data, streamed=False)
+        if self.final is None and self.error is None and isinstance(data, dict):
+            self.final = {**data, "done": True}  # a whole body is complete by definition
+        return self.finish()
+
+    def decode_error(self, status: int, headers: Mapping[str, str], body: bytes) -> ModelResponse:
+        try:
+            data: Any = json.loads(body)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            data = body.decode("utf-8", "replace")[:2000]
+        refusal = match_http_refusal(self.vendor, status, data)
+        if refusal is not None:
+            return ModelResponse(text="", tool_calls=(), stop_info=refusal)
+        error = _d(data).get("error")
+        nested = _d(error)
+        message = (
+            as_text(error)
+            or as_text(nested.get("message"))
+            or (data if isinstance(data, str) and data else f"HTTP {status}")
+        )
+        raise ProviderHTTPError(
+            message,
+            provider=self.vendor.name,
+            status=status,
+            error_type=as_text(nested.get("type")),
+            code=nested.get("code") if isinstance(nested.get("code"), str | int) else None,
+            retry_after=retry_after_seconds(headers),
+            body=data,
+        )
+
+    def _build(self, info: StopInfo) -> ModelResponse:
+        if self.malformed:
+            info = info.with_detail(malformed_events=self.malformed)
+        return self.builder.build(info)

@@ -1,0 +1,487 @@
+"""OpenAI Responses API (``POST /responses``), streaming and not.
+
+Mappings, from the API reference https://platform.openai.com/docs/api-reference/responses
+(``response.status``, ``incomplete_details.reason``, ``error.code``) and the streaming
+events page https://platform.openai.com/docs/api-reference/responses-streaming, as read
+in ``../shared/corpus/WIRE.md`` section 3:
+
+* ``completed`` -> END_TURN, or TOOL_USE when the output holds ``function_call`` items
+  (there is no per-call finish value);
+* ``incomplete`` + ``max_output_tokens`` -> MAX_OUTPUT; ``incomplete`` + ``content_filter``
+  -> REFUSAL; another incomplete reason -> OTHER;
+* a ``refusal`` content part (``response.refusal.delta`` when streamed) -> REFUSAL with
+  the text as ``message`` and as visible text;
+* ``failed`` with a policy ``error.code`` (``bio_policy``, ``image_content_policy_violation``,
+  any ``*_policy`` / content-policy code) -> REFUSAL; other failures -> INTERRUPTED when
+  output arrived, else :class:`ProviderError` (:class:`StreamError` in a stream);
+* an ``error`` event (fields nested under ``error`` in real streams, flat in the SDK
+  type) is joined with the ``response.failed`` that follows it;
+* ``cancelled`` -> INTERRUPTED; any other status -> OTHER with the raw status.
+
+Events after the terminal one (OpenCode Zen's ``ping`` cost frame) are ignored. A
+moderation-flagged input that still completes (``moderation`` on a ``completed``
+response) is what it says: a completed answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+from zett_agent.errors import ProviderError, ProviderHTTPError, StreamError
+from zett_agent.messages import (
+    AssistantMessage,
+    SystemMessage,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from zett_agent.protocols.base import (
+    Decoder,
+    HTTPRequest,
+    ModelRequest,
+    ModelResponse,
+    StreamEvent,
+    WireProtocol,
+    as_text,
+    load_json,
+    retry_after_seconds,
+    stop,
+)
+from zett_agent.stop import StopInfo, StopReason
+from zett_agent.vendors import Vendor, match_http_refusal
+
+__all__ = ["OpenAIResponses"]
+
+_R = StopReason
+_TERMINAL = frozenset(
+    {"response.completed", "response.incomplete", "response.failed", "response.cancelled"}
+)
+_INCOMPLETE = {"max_output_tokens": _R.MAX_OUTPUT, "content_filter": _R.REFUSAL}
+_REFUSAL_ERROR_TYPES = frozenset({"content_policy_violation", "refusal"})
+
+
+def _d(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _l(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _hashable(value: Any) -> str | int | None:
+    return value if isinstance(value, str | int) else None
+
+
+def _is_policy(code: str | None) -> bool:
+    """Whether an ``error.code`` names a usage-policy block (a refusal, not a failure)."""
+    if not code:
+        return False
+    code = code.lower()
+    return code.endswith("_policy") or "policy_violation" in code or "content_policy" in code
+
+
+class OpenAIResponses(WireProtocol):
+    """The OpenAI Responses wire protocol (name ``"openai-responses"``)."""
+
+    name = "openai-responses"
+
+    def encode_request(self, request: ModelRequest, vendor: Vendor) -> HTTPRequest:
+        system: list[str] = []
+        items: list[Any] = []
+        for message in request.messages:
+            if isinstance(message, SystemMessage):
+                system.append(message.content)
+            elif isinstance(message, UserMessage):
+                items.append({"role": "user", "content": message.content})
+            elif isinstance(message, ToolResultMessage):
+                items.append(
+                    {
+                        "type": "function_call_output",
+                        "call_id": message.tool_call_id,
+                        "output": message.content,
+                    }
+                )
+            elif isinstance(message, AssistantMessage):
+                record = message.provider_record
+                if (
+                    record
+                    and record.get("protocol") == self.name
+                    and isinstance(record.get("output"), list)
+                ):
+                    items.extend(record["output"])
+                    continue
+                if message.text:
+                    items.append({"role": "assistant", "content": message.text})
+                items.extend(
+                    {
+                        "type": "function_call",
+                        "call_id": call.id,
+                        "name": call.name,
+                        "arguments": call.arguments,
+                    }
+                    for call in message.tool_calls
+                )
+        body: dict[str, Any] = {"model": request.model, "input": items, "stream": request.stream}
+        if system:
+            body["instructions"] = "\n\n".join(system)
+        if request.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": dict(t.parameters),
+                }
+                for t in request.tools
+            ]
+        if request.tool_choice:
+            choice = request.tool_choice
+            body["tool_choice"] = (
+                choice
+                if choice in ("auto", "none", "required")
+                else {"type": "function", "name": choice}
+            )
+        if request.max_tokens is not None:
+            body["max_output_tokens"] = request.max_tokens
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        # The Responses API has no stop-sequence parameter; stop_sequences is not sent.
+        body.update(request.extra_body)
+        return HTTPRequest("/responses", body, "sse" if request.stream else "json")
+
+    def decoder(self, vendor: Vendor) -> Decoder:
+        return ResponsesDecoder(vendor)
+
+    def without_tool_calls(self, record: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        """The record without ``function_call`` items, and without the reasoning items
+        that led to them (the API rejects a reasoning item without its following item)."""
+        if not record or not isinstance(record.get("output"), list):
+            return None
+        output = record["output"]
+        kept = []
+        for n, item in enumerate(output):
+            kind = _d(item).get("type")
+            if kind == "reasoning":
+                following = [_d(o).get("type") for o in output[n + 1 :]]
+                kind = next((k for k in following if k != "reasoning"), "function_call")
+            if kind != "function_call":
+                kept.append(item)
+        return {**record, "output": kept} if kept else None
+
+
+class ResponsesDecoder(Decoder):
+    """Sans-IO decoder of one Responses answer (SSE events or a whole response object)."""
+
+    def __init__(self, vendor: Vendor) -> None:
+        super().__init__(vendor)
+        self.malformed = 0
+        self.terminal: dict[str, Any] | None = None
+        self.error: dict[str, Any] | None = None
+        self.refusal: list[str] = []
+        self._keys: dict[Any, Hashable] = {}  # output_index / item_id -> call key
+        self._seen: set[tuple[str, Any]] = set()  # (kind, item) that streamed deltas
+        self._items: dict[int, Any] = {}  # output_index -> finished item (for the record)
+
+    # ---------------------------------------------------------------- stream
+    def feed_sse(self, event: str, data: str) -> list[StreamEvent]:
+        if self.terminal is not None or event == "ping" or data.strip() in ("", "[DONE]"):
+            return []
+        try:
+            obj = json.loads(data)
+        except (ValueError, RecursionError):
+            obj = None
+        if not isinstance(obj, dict):
+            self.malformed += 1
+            return []
+        kind: str = obj["type"] if isinstance(obj.get("type"), str) else event
+        try:
+            return self._event(kind, obj)
+        except (TypeError, ValueError, AttributeError, KeyError):
+            self.malformed += 1
+            return []
+
+    def _event(self, kind: str, obj: dict[str, Any]) -> list[StreamEvent]:
+        b = self.builder
+        item_key = _hashable(obj.get("item_id") or obj.get("output_index"))
+        if kind in _TERMINAL:
+            self.terminal = _d(obj.get("response"))
+            self.terminal.setdefault("status", kind.removeprefix("response."))
+            self._read_meta(self.terminal)
+            if not b.has_output:  # a proxy that sends only the final object
+                return self._ingest_output(_l(self.terminal.get("output")))
+            return self._note_refusals(_l(self.terminal.get("output")))
+        if kind in ("response.created", "response.in_progress", "response.queued"):
+            self._read_meta(_d(obj.get("response")))
+        elif kind == "error":
+            nested = obj.get("error")
+            self.error = (
+                dict(nested)
+                if isinstance(nested, dict)
+                else {k: v for k, v in obj.items() if k not in ("type", "sequence_number")}
+            )
+        elif kind == "response.output_text.delta":
+            self._seen.add(("text", item_key))
+            return b.text(str(obj.get("delta") or ""))
+        elif kind == "response.output_text.done" and ("text", item_key) not in self._seen:
+            self._seen.add(("text", item_key))
+            return b.text(str(obj.get("text") or ""))
+        elif kind == "response.refusal.delta":
+            self._seen.add(("refusal", item_key))
+            self.refusal.append(str(obj.get("delta") or ""))
+            return b.text(str(obj.get("delta") or ""))
+        elif kind == "response.refusal.done" and ("refusal", item_key) not in self._seen:
+            self._seen.add(("refusal", item_key))
+            self.refusal.append(str(obj.get("refusal") or ""))
+            return b.text(str(obj.get("refusal") or ""))
+        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            return b.reasoning(str(obj.get("delta") or ""))
+        elif kind == "response.output_item.added":
+            return self._item_added(obj.get("output_index"), _d(obj.get("item")))
+        elif kind == "response.function_call_arguments.delta":
+            key = self._call_key(obj.get("item_id"), obj.get("output_index"))
+            self._seen.add(("args", key))
+            return b.tool_call(key, arguments=str(obj.get("delta") or ""))
+        elif kind == "response.function_call_arguments.done":
+            key = self._call_key(obj.get("item_id"), obj.get("output_index"))
+            if ("args", key) not in self._seen:
+                self._seen.add(("args", key))
+                return b.tool_call(key, arguments=str(obj.get("arguments") or ""))
+        elif kind == "response.output_item.done":
+            return self._item_done(obj.get("output_index"), _d(obj.get("item")))
+        return []
+
+    def _call_key(self, item_id: Any, index: Any) -> Hashable:
+        """One key per call, found again by its item id or its output index."""
+        ids = item_id if isinstance(item_id, str) and item_id else None
+        idx = index if isinstance(index, int) and not isinstance(index, bool) else None
+        key = self._keys.get(ids) if ids else None
+        if key is None and idx is not None:
+            key = self._keys.get(("#", idx))
+        if key is None:
+            key = ids or ("#", idx)
+        if ids:
+            self._keys[ids] = key
+        if idx is not None:
+            self._keys["#", idx] = key
+        return key
+
+    def _item_added(self, index: Any, item: dict[str, Any]) -> list[StreamEvent]:
+        if item.get("type") != "function_call":
+            return []
+        key = self._call_key(item.get("id"), index)
+        arguments = as_text(item.get("arguments"))
+        if arguments:
+            self._seen.add(("args", key))
+        return self.builder.tool_call(
+            key,
+            id=as_text(item.get("call_id")),
+            name=as_text(item.get("name")),
+            arguments=arguments,
+        )
+
+    def _item_done(self, index: Any, item: dict[str, Any]) -> list[StreamEvent]:
+        if isinstance(index, int) and not isinstance(index, bool):
+            self._items[index] = item
+        if item.get("type") == "function_call":
+            events = self._item_added(index, {**item, "arguments": None})
+            key = self._call_key(item.get("id"), index)
+            if ("args", key) not in self._seen:
+                self._seen.add(("args", key))
+                events += self.builder.tool_call(key, arguments=as_text(item.get("arguments")))
+            return events
+        if item.get("type") == "message":
+            found: list[StreamEvent] = []
+            for kind in ("text", "refusal"):
+                if {(kind, _hashable(item.get("id"))), (kind, _hashable(index))} & self._seen:
+                    continue
+                parts = [
+                    p
+                    for p in _l(item.get("content"))
+                    if _d(p).get("type") == ("output_text" if kind == "text" else "refusal")
+                ]
+                found += self._ingest_output([{"type": "message", "content": parts}])
+            return found
+        return []
+
+    def _ingest_output(self, output: list[Any]) -> list[StreamEvent]:
+        """Read whole output items (a non-stream body, or a terminal event with no deltas)."""
+        b = self.builder
+        events: list[StreamEvent] = []
+        for index, raw in enumerate(output):
+            item = _d(raw)
+            kind = item.get("type")
+            if kind == "message":
+                for part in map(_d, _l(item.get("content"))):
+                    if part.get("type") == "output_text":
+                        events += b.text(str(part.get("text") or ""))
+                    elif part.get("type") == "refusal":
+                        self.refusal.append(str(part.get("refusal") or ""))
+                        events += b.text(str(part.get("refusal") or ""))
+            elif kind == "reasoning":
+                for part in map(_d, _l(item.get("summary")) + _l(item.get("content"))):
+                    events += b.reasoning(str(part.get("text") or ""))
+            elif kind == "function_call":
+                key = self._call_key(item.get("id"), index)
+                events += b.tool_call(
+                    key,
+                    id=as_text(item.get("call_id")),
+                    name=as_text(item.get("name")),
+                    arguments=as_text(item.get("arguments")),
+                )
+        return events
+
+    def _note_refusals(self, output: list[Any]) -> list[StreamEvent]:
+        if not self.refusal:
+            for item in map(_d, output):
+                for part in map(_d, _l(item.get("content"))):
+                    if part.get("type") == "refusal":
+                        self.refusal.append(str(part.get("refusal") or ""))
+        return []
+
+    def _read_meta(self, response: dict[str, Any]) -> None:
+        if isinstance(response.get("model"), str):
+            self.builder.model = response["model"]
+        usage = _d(response.get("usage"))
+        if usage:
+            self.builder.set_usage(
+                Usage(
+                    input_tokens=_int(usage.get("input_tokens")),
+                    output_tokens=_int(usage.get("output_tokens")),
+                    cached_input_tokens=_int(
+                        _d(usage.get("input_tokens_details")).get("cached_tokens")
+                    ),
+                    reasoning_tokens=_int(
+                        _d(usage.get("output_tokens_details")).get("reasoning_tokens")
+                    ),
+                )
+            )
+
+    # ---------------------------------------------------------------- ends
+    def finish(self) -> ModelResponse:
+        if self.terminal is None:
+            if self.error is not None:
+                return self._failed(self.error, streamed=True)
+            return self._build(stop(_R.INTERRUPTED, detail={"incomplete_stream": True}))
+        return self._from_response(self.terminal, streamed=True)
+
+    def decode_body(self, body: bytes) -> ModelResponse:
+        data = load_json(body)
+        if not isinstance(data, dict):
+            raise ProviderError(
+                "the response body is not a JSON object",
+                provider=self.vendor.name,
+                status=200,
+                body=data,
+            )
+        if isinstance(data.get("response"), dict) and str(data.get("type", "")).startswith(
+            "response."
+        ):
+            data = data["response"]  # an event wrapper instead of the response object
+        if "error" in data and "status" not in data and "output" not in data:
+            error = _d(data["error"]) or {"message": str(data["error"])}
+            raise ProviderError(
+                str(error.get("message") or "error"),
+                provider=self.vendor.name,
+                status=200,
+                error_type=as_text(error.get("type")),
+                code=error.get("code"),
+                body=data,
+            )
+        self.terminal = data
+        self._read_meta(data)
+        self._ingest_output(_l(data.get("output")))
+        return self._from_response(data, streamed=False)
+
+    def decode_error(self, status: int, headers: Mapping[str, str], body: bytes) -> ModelResponse:
+        try:
+            data: Any = json.loads(body)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            data = body.decode("utf-8", "replace")[:2000]
+        refusal = match_http_refusal(self.vendor, status, data)
+        if refusal is not None:
+            return ModelResponse(text="", tool_calls=(), stop_info=refusal)
+        error = _d(_d(data).get("error"))
+        message = as_text(error.get("message")) or (
+            data if isinstance(data, str) and data else f"HTTP {status}"
+        )
+        raise ProviderHTTPError(
+            message,
+            provider=self.vendor.name,
+            status=status,
+            error_type=as_text(error.get("type")),
+            code=error.get("code"),
+            retry_after=retry_after_seconds(headers),
+            body=data,
+        )
+
+    def _from_response(self, response: dict[str, Any], *, streamed: bool) -> ModelResponse:
+        status = str(response.get("status") or "")
+        if status == "failed" or (self.error is not None and status != "completed"):
+            merged = {**_d(response.get("error")), **(self.error or {})}
+            if response.get("error_type") is not None:
+                merged.setdefault("error_type", response["error_type"])
+            return self._failed(merged, streamed=streamed)
+        refusal = "".join(self.refusal) or None
+        if status == "completed":
+            if self.refusal:
+                return self._build(stop(_R.REFUSAL, "refusal", category="refusal", message=refusal))
+            reason = _R.TOOL_USE if self.builder.tool_calls() else _R.END_TURN
+            return self._build(stop(reason, status))
+        if status == "incomplete":
+            raw = as_text(_d(response.get("incomplete_details")).get("reason")) or status
+            reason = self.vendor.finish_reasons.get(raw) or _INCOMPLETE.get(raw, _R.OTHER)
+            if self.refusal and reason is not _R.REFUSAL:
+                reason = _R.REFUSAL
+            category = raw if reason in (_R.REFUSAL, _R.OTHER) else None
+            return self._build(stop(reason, raw, category=category, message=refusal))
+        if status == "cancelled":
+            return self._build(stop(_R.INTERRUPTED, status))
+        return self._build(stop(_R.OTHER, status or None, category=status or None))
+
+    def _failed(self, error: dict[str, Any], *, streamed: bool) -> ModelResponse:
+        code = as_text(str(error["code"]) if error.get("code") is not None else None)
+        kind = as_text(error.get("type"))
+        message = as_text(error.get("message"))
+        if (
+            _is_policy(code)
+            or _is_policy(kind)
+            or as_text(error.get("error_type")) in _REFUSAL_ERROR_TYPES
+        ):
+            raw = code or kind or str(error.get("error_type"))
+            return self._build(
+                stop(_R.REFUSAL, raw, category=raw, message=message, detail={"error": error})
+            )
+        if self.builder.has_output:
+            return self._build(
+                stop(
+                    _R.INTERRUPTED,
+                    code or kind,
+                    category=code or kind,
+                    message=message,
+                    detail={"error": error},
+                )
+            )
+        cls = StreamError if streamed else ProviderError
+        raise cls(
+            message or "the response failed",
+            provider=self.vendor.name,
+            status=200,
+            error_type=kind or code,
+            code=code,
+            body=error,
+        )
+
+    def _build(self, info: StopInfo) -> ModelResponse:
+        if self.malformed:
+            info = info.with_detail(malformed_events=self.malformed)
+        output = _l(_d(self.terminal).get("output")) or [
+            self._items[i] for i in sorted(self._items)
+        ]
+        record = {"protocol": "openai-responses", "output": output} if output else None
+        return self.builder.build(info, record)

@@ -186,13 +186,13 @@ async def test_background_completion_notice_reaches_parent_model_and_host() -> N
     assert parent_model.requests[2].messages[-1] == notice
     assert task.delivered
     assert sub.results == [task.result]
-    # Pinned: later requests carry it again right after the message it followed.
+    # The notice is part of the conversation: stored once, sent again with it.
     later = parent_model.requests[3].messages
     assert later[later.index(notice) - 1].text == "Started; waiting."
     assert later.count(notice) == 1
     assert later[-1] == UserMessage("thanks")
     assert [n.message for n in tasks.notices] == [notice]
-    assert parent.messages.count(notice) == 0  # stored history is not rewritten
+    assert parent.messages.count(notice) == 1
 
 
 async def test_background_child_that_stopped_early_is_still_completed() -> None:

@@ -332,6 +332,8 @@ class _Run:
                 yield self.event(_E.MAX_TURNS_REACHED, stop=final.stop, message=final)
                 break
             self.step += 1
+            if self.replacing is None:  # a resumed answer's first request is left as planned
+                await self._add_pending_messages()
             response: ModelResponse | None = None
             started = time.perf_counter()
             yield self.event(_E.MODEL_STARTED)
@@ -428,6 +430,11 @@ class _Run:
             detail={"max_turns": limit},
         )
         return (final or AssistantMessage()).replace(stop=stop)
+
+    async def _add_pending_messages(self) -> None:
+        for extension in self.agent.extensions:
+            for message in await _maybe_await(extension.pending_messages()) or ():
+                await self.add(message)
 
     async def _stop_hook_veto(self, message: AssistantMessage) -> str | None:
         for extension in self.agent.extensions:

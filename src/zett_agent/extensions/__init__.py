@@ -10,6 +10,9 @@ plain or an ``async`` method:
 * ``before_tool(call)`` — may return a :class:`ToolResultMessage` to answer the
   call without running the tool.
 * ``after_tool(call, result)`` — may return a replacement result.
+* ``pending_messages()`` — messages to add to the conversation before the next
+  model call (e.g. a background task's completion notice). They are stored in
+  history like any other message, so sessions keep them.
 * ``on_complete(message, messages)`` — a stop hook: return a reason (str) to
   veto completion; the reason is sent to the model as a user message and the
   run goes on (bounded by max_turns). Not called after an abnormal stop.
@@ -43,6 +46,10 @@ class Extension:
 
     def after_tool(self, call: ToolCall, result: ToolResultMessage) -> Any:
         """Return a replacement ToolResultMessage, or None to keep ``result``."""
+        return None
+
+    def pending_messages(self) -> Any:
+        """Return messages to add to the conversation before the next model call."""
         return None
 
     def on_complete(self, message: AssistantMessage, messages: Sequence[Message]) -> Any:

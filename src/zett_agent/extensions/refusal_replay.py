@@ -5,7 +5,9 @@ request, like any other assistant message. Anthropic advises treating output
 produced before a refusal as incomplete and discarding it
 (https://docs.anthropic.com/en/docs/test-and-evaluate/strengthen-guardrails/handle-streaming-refusals)::
 
-    agent = await create_agent(model, extensions=[RefusalReplayExtension(replay=RefusalReplay.DROP)])
+    agent = await create_agent(
+        model, extensions=[RefusalReplayExtension(replay=RefusalReplay.DROP)]
+    )
 
 Only the outgoing request changes: the message stays in stored history and on
 screen. Dropping a message can leave two user messages in a row; providers
@@ -15,7 +17,7 @@ differ in whether they accept that.
 from __future__ import annotations
 
 from dataclasses import replace
-from enum import Enum
+from enum import StrEnum
 
 from zett_agent.extensions import Extension
 from zett_agent.messages import AssistantMessage
@@ -25,7 +27,7 @@ from zett_agent.stop import StopReason
 __all__ = ["RefusalReplay", "RefusalReplayExtension"]
 
 
-class RefusalReplay(str, Enum):
+class RefusalReplay(StrEnum):
     """What later requests do with a refused assistant message."""
 
     KEEP = "keep"

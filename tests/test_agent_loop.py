@@ -268,7 +268,9 @@ async def test_max_turns_ends_with_its_own_result() -> None:
     assert E.MAX_TURNS_REACHED in types(events)
     message = final(events)
     assert message.stop is not None and message.stop.raw == "max_turns"
-    assert message.stop.describe() == "other (max_turns): The run reached its limit of 3 model calls."
+    assert (
+        message.stop.describe() == "other (max_turns): The run reached its limit of 3 model calls."
+    )
 
 
 async def test_stop_hook_vetoes_completion_once() -> None:
@@ -345,9 +347,13 @@ async def test_provider_error_fails_the_run_with_an_event() -> None:
     error = ProviderHTTPError("bad key", provider="x", status=401)
     agent = await create_agent(ScriptedModel(error))
     events: list[AgentEvent] = []
-    with pytest.raises(ProviderHTTPError):
+
+    async def consume() -> None:
         async for event in agent.stream("go"):
             events.append(event)
+
+    with pytest.raises(ProviderHTTPError):
+        await consume()
     assert events[-1].type is E.RUN_FAILED and events[-1].error is error
 
 

@@ -36,7 +36,6 @@ from zett_agent import (
     ZettError,
     create_agent,
 )
-from zett_agent.resume import CANCELLED_MESSAGE, CONTINUE_PROMPT, continues_by_prefill
 from zett_agent.history import NOT_RUN
 from zett_agent.protocols.base import (
     ModelRequest,
@@ -45,6 +44,7 @@ from zett_agent.protocols.base import (
     TextDelta,
     ToolCallDelta,
 )
+from zett_agent.resume import CANCELLED_MESSAGE, CONTINUE_PROMPT, continues_by_prefill
 from zett_agent.testing import ReplayServer, Reply, ScriptedModel, reply
 
 pytestmark = pytest.mark.timeout(60)

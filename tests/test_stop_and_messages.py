@@ -15,7 +15,12 @@ from zett_agent import (
     ToolResultMessage,
     UserMessage,
 )
-from zett_agent.messages import message_from_dict, message_to_dict, messages_from_json, messages_to_json
+from zett_agent.messages import (
+    message_from_dict,
+    message_to_dict,
+    messages_from_json,
+    messages_to_json,
+)
 
 
 def test_reason_values_are_lowercase_names() -> None:

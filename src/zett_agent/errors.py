@@ -35,7 +35,14 @@ __all__ = [
 
 _RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 _RETRYABLE_TYPES = frozenset(
-    {"overloaded_error", "rate_limit_error", "api_error", "server_error", "RESOURCE_EXHAUSTED"}
+    {
+        "overloaded_error",
+        "rate_limit_error",
+        "api_error",
+        "server_error",
+        "RESOURCE_EXHAUSTED",
+        "UNAVAILABLE",  # Google's 503 status, also sent as an error inside a 200 stream
+    }
 )
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from zett_agent.messages import AssistantMessage, ToolCall, ToolResultMessage, message_to_dict
@@ -27,7 +27,7 @@ from zett_agent.stop import StopInfo
 __all__ = ["AgentEvent", "AgentEventDispatcher", "AgentEventType"]
 
 
-class AgentEventType(str, Enum):
+class AgentEventType(StrEnum):
     """The kinds of :class:`AgentEvent`; values are lowercase names."""
 
     RUN_STARTED = "run_started"
@@ -42,9 +42,6 @@ class AgentEventType(str, Enum):
     MAX_TURNS_REACHED = "max_turns_reached"
     RUN_COMPLETED = "run_completed"
     RUN_FAILED = "run_failed"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 __all__ = ["AgentStopError", "StopInfo", "StopReason"]
 
 
-class StopReason(str, Enum):
+class StopReason(StrEnum):
     """The normalized reason a model step stopped. Values are the lowercase names."""
 
     END_TURN = "end_turn"
@@ -40,9 +40,6 @@ class StopReason(str, Enum):
     """The provider handed control back and wants the turn continued."""
     OTHER = "other"
     """A value this library does not know; ``StopInfo.raw`` has it."""
-
-    def __str__(self) -> str:
-        return self.value
 
 
 _NORMAL = frozenset({StopReason.END_TURN, StopReason.TOOL_USE})

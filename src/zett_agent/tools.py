@@ -113,7 +113,11 @@ def _parse_doc(doc: str) -> tuple[str, dict[str, str]]:
         if section == "summary":
             summary_lines.append(line)
         elif section == "args":
-            match = _ARG_LINE.match("  " + stripped) if not line.startswith("  ") else _ARG_LINE.match(line)
+            match = (
+                _ARG_LINE.match("  " + stripped)
+                if not line.startswith("  ")
+                else _ARG_LINE.match(line)
+            )
             if match:
                 params[match.group(1)] = match.group(2).strip()
     return "\n".join(summary_lines).strip(), params

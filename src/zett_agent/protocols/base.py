@@ -208,7 +208,7 @@ class ResponseBuilder:
         self,
         key: Hashable,
         *,
-        id: str | None = None,
+        id: str | None = None,  # noqa: A002 - the wire field name
         name: str | None = None,
         arguments: str | None = None,
     ) -> list[StreamEvent]:

@@ -17,6 +17,7 @@ beyond the script is answered 599 and recorded in ``unexpected``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -26,9 +27,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RecordedRequest", "Reply", "ReplayServer"]
+__all__ = ["RecordedRequest", "ReplayServer", "Reply"]
 
-_TYPES = {".sse": "text/event-stream", ".ndjson": "application/x-ndjson", ".json": "application/json"}
+_TYPES = {
+    ".sse": "text/event-stream",
+    ".ndjson": "application/x-ndjson",
+    ".json": "application/json",
+}
 
 
 @dataclass
@@ -51,8 +56,13 @@ class Reply:
     stall_seconds: float = 0.0
 
     @classmethod
-    def body(cls, body: bytes | str, status: int = 200, content_type: str = "application/json",
-             **options: Any) -> Reply:
+    def body(
+        cls,
+        body: bytes | str,
+        status: int = 200,
+        content_type: str = "application/json",
+        **options: Any,
+    ) -> Reply:
         data = body.encode() if isinstance(body, str) else body
         return cls([data], status=status, content_type=content_type, **options)
 
@@ -61,7 +71,9 @@ class Reply:
         return cls.body(json.dumps(data), status=status, **options)
 
     @classmethod
-    def file(cls, path: str | Path, status: int = 200, *, split: str = "event", **options: Any) -> Reply:
+    def file(
+        cls, path: str | Path, status: int = 200, *, split: str = "event", **options: Any
+    ) -> Reply:
         """A recorded body from a file; ``.sse`` and ``.ndjson`` are streamed.
 
         ``split``: ``"event"`` sends one SSE event (or NDJSON line) per chunk,
@@ -169,10 +181,10 @@ class ReplayServer:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 self._serve()
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 self._serve()
 
             def _serve(self) -> None:
@@ -184,10 +196,8 @@ class ReplayServer:
                 reply = server._next(recorded)
                 if reply is None:
                     reply = Reply.json({"error": {"message": "no reply scripted"}}, status=599)
-                try:
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self._send(reply)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
 
             def _send(self, reply: Reply) -> None:
                 self.send_response(reply.status)

@@ -62,7 +62,9 @@ def reply(
     for index, call in enumerate(tool_calls):
         events.append(ToolCallDelta(index, call.id, call.name, call.arguments))
     record = {"protocol": "scripted", "text": text, "tool_calls": [c.id for c in tool_calls]}
-    response = ModelResponse(text, tuple(tool_calls), info, usage or Usage(), provider_record=record)
+    response = ModelResponse(
+        text, tuple(tool_calls), info, usage or Usage(), provider_record=record
+    )
     return ScriptedTurn(events, response)
 
 
@@ -80,7 +82,9 @@ class ScriptedModel:
         self.requests: list[ModelRequest] = []
         self.closed = False
 
-    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent | ModelResponse, None]:
+    async def stream(
+        self, request: ModelRequest
+    ) -> AsyncGenerator[StreamEvent | ModelResponse, None]:
         self.requests.append(request)
         if not self.turns:
             raise AssertionError(f"ScriptedModel: call {len(self.requests)} was not scripted")

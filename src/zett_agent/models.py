@@ -210,7 +210,7 @@ def resolve_model(model: Model | str, **options: object) -> Model:
     provider, sep, name = model.partition(":")
     if not sep or not provider or not name:
         raise ConfigError(f"model must be 'provider:model-name', got {model!r}")
-    if provider == "llamacpp" and "base_url" not in options:
+    if provider == "llamacpp":  # with or without base_url: it carries the server workarounds
         from zett_agent.local import LocalLlamaModel
 
         return LocalLlamaModel(name, **options)  # type: ignore[arg-type]

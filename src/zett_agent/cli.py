@@ -27,7 +27,7 @@ from zett_agent.cli_inspect import (
     response_record,
 )
 from zett_agent.cli_run import DEFAULT_MODEL, EXIT_CODES, RunOptions, run_agent, stdin_prompt
-from zett_agent.demo_tools import DEMO_TOOLS
+from zett_agent.demo_tools import select_demo_tools
 from zett_agent.errors import ConfigError, ZettError
 from zett_agent.models import _base_url_from_env, _first_env
 from zett_agent.vendors import VENDORS, get_vendor
@@ -100,15 +100,28 @@ def run(
         int | None, typer.Option(min=1, help="Model calls allowed in the run.")
     ] = None,
     tools: Annotated[
-        str, typer.Option(help="Tools to offer: demo (get_weather, get_time) or none.")
+        str,
+        typer.Option(
+            help="Tools to offer: demo (get_weather, get_time), none, "
+            "or demo tool names joined by commas (get_weather)."
+        ),
     ] = "demo",
     json_events: Annotated[
         bool, typer.Option("--json", help="Print one JSON record per event.")
     ] = False,
     system: Annotated[str | None, typer.Option(help="Instructions (system prompt).")] = None,
+    tool_choice: Annotated[
+        str | None,
+        typer.Option(
+            help="auto, none, required, or a tool name to make the first call use it "
+            "(later calls are auto once a tool ran)."
+        ),
+    ] = None,
 ) -> None:
-    if tools not in ("demo", "none"):
-        raise typer.BadParameter("must be 'demo' or 'none'", param_hint="--tools")
+    try:
+        offered = select_demo_tools(tools)
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--tools") from None
     text = prompt if prompt is not None else stdin_prompt()
     if not text:
         raise typer.BadParameter("give a PROMPT or pipe one on stdin", param_hint="PROMPT")
@@ -117,9 +130,10 @@ def run(
         model=model,
         max_tokens=max_tokens,
         max_turns=max_turns,
-        tools=DEMO_TOOLS if tools == "demo" else (),
+        tools=offered,
         json_events=json_events,
         system=system,
+        tool_choice=tool_choice,
     )
     previous = signal.signal(signal.SIGTERM, _interrupt)  # clean up (a local server) on kill
     try:

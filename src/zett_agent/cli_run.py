@@ -79,6 +79,7 @@ class RunOptions:
     tools: Sequence[Callable[..., Any]] = ()
     json_events: bool = False
     system: str | None = None
+    tool_choice: str | None = None
 
 
 class _Printer:
@@ -217,7 +218,10 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
             printer.wait(f"Starting the local llama.cpp server ({model.name})…")
         await model.ensure_ready()
         printer.stop_waiting()
-        config: dict[str, Any] = {"instructions": options.system}
+        config: dict[str, Any] = {
+            "instructions": options.system,
+            "tool_choice": options.tool_choice,
+        }
         if options.max_tokens is not None:
             config["max_tokens"] = options.max_tokens
         if options.max_turns is not None:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-__all__ = ["DEMO_TOOLS", "get_time", "get_weather"]
+__all__ = ["DEMO_TOOLS", "get_time", "get_weather", "select_demo_tools"]
 
 _KNOWN: dict[str, tuple[str, int]] = {
     "paris": ("light rain", 14),
@@ -56,3 +57,19 @@ def get_time(timezone: str = "UTC") -> str:
 
 DEMO_TOOLS = (get_weather, get_time)
 """The tools ``zett run --tools demo`` offers."""
+
+
+def select_demo_tools(spec: str) -> tuple[Any, ...]:
+    """The demo tools named by ``spec``: ``"demo"`` (all), ``"none"``, or tool names
+    joined by commas (``"get_weather"``). Raises ``ValueError`` for an unknown name."""
+    if spec == "demo":
+        return DEMO_TOOLS
+    if spec == "none":
+        return ()
+    by_name = {tool.__name__: tool for tool in DEMO_TOOLS}
+    names = [name.strip() for name in spec.split(",") if name.strip()]
+    unknown = [name for name in names if name not in by_name]
+    if unknown or not names:
+        known = ", ".join(["demo", "none", *by_name])
+        raise ValueError(f"unknown tool {', '.join(unknown) or spec!r}; use one of: {known}")
+    return tuple(by_name[name] for name in names)

@@ -210,6 +210,7 @@ RECORDED: list[tuple[str, dict[str, Any]]] = [
         {
             "reason": StopReason.PAUSED,
             "raw": "pause_turn",
+            "category": "pause_turn",
             "text_start": "I'll run these searches for you one at a time. Let me begin:",
             "reasoning_start": "The user wants me to run 15 separate web searches",
             "usage": (401468, 792),
@@ -243,6 +244,7 @@ RECORDED: list[tuple[str, dict[str, Any]]] = [
         {
             "reason": StopReason.CONTEXT_FULL,
             "raw": "model_context_window_exceeded",
+            "category": "model_context_window_exceeded",
             "usage": (0, 0),
         },
     ),
@@ -251,6 +253,7 @@ RECORDED: list[tuple[str, dict[str, Any]]] = [
         {
             "reason": StopReason.MAX_OUTPUT,
             "raw": "max_tokens",
+            "category": "max_tokens",
             "text_start": "イルカとクジラの違いは",
             "text_end": "主に微小なプランクトンを",
             "usage": (19, 200),
@@ -261,6 +264,7 @@ RECORDED: list[tuple[str, dict[str, Any]]] = [
         {
             "reason": StopReason.PAUSED,
             "raw": "pause_turn",
+            "category": "pause_turn",
             "text_start": "I'll run these searches one at a time",
             "reasoning_start": "The user wants me to run",
             "usage": (404500, 943),

@@ -190,7 +190,7 @@ async def test_done_reason_values(raw: str | None, reason: StopReason, stream: b
     response, _ = await call(reply, stream=stream)
     assert response.stop_info.reason is reason
     assert response.stop_info.raw == raw
-    assert response.stop_info.category == (raw if reason is R.OTHER else None)
+    assert response.stop_info.category == (None if response.stop_info.ok else raw)
     assert response.text == "Hello world"
     assert response.usage.input_tokens == 10
     assert response.usage.output_tokens == 4

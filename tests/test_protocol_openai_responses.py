@@ -264,14 +264,14 @@ def incomplete(reason: str, text: str = "Partial") -> dict[str, Any]:
             "completed",
             None,
         ),
-        (incomplete("max_output_tokens"), R.MAX_OUTPUT, "max_output_tokens", None),
+        (incomplete("max_output_tokens"), R.MAX_OUTPUT, "max_output_tokens", "max_output_tokens"),
         (incomplete("content_filter"), R.REFUSAL, "content_filter", "content_filter"),
         (incomplete("something_new"), R.OTHER, "something_new", "something_new"),
         (
             response_obj("cancelled", [message_item({"type": "output_text", "text": "Partial"})]),
             R.INTERRUPTED,
             "cancelled",
-            None,
+            "cancelled",
         ),
     ],
 )

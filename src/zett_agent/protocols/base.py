@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from zett_agent.errors import DecodeError
@@ -31,6 +31,7 @@ __all__ = [
     "HTTPRequest",
     "ModelRequest",
     "ModelResponse",
+    "Pieces",
     "ReasoningDelta",
     "ResponseBuilder",
     "StreamEvent",
@@ -172,7 +173,33 @@ class _CallAccumulator:
         self.index = index
         self.id: str | None = None
         self.name: str | None = None
-        self.arguments: list[str] = []
+        self.arguments = Pieces()
+
+
+class Pieces:
+    """Text that arrives in pieces. Every 512 pieces are joined into one string (each
+    piece is copied once: linear), so a long stream of small deltas costs about the
+    size of its text, not ~60 bytes of object header per delta."""
+
+    __slots__ = ("_loose", "_parts")
+    RUN = 512
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._loose = 0
+
+    def append(self, piece: str) -> None:
+        self._parts.append(piece)
+        self._loose += 1
+        if self._loose == self.RUN:
+            self._parts[-self.RUN :] = ["".join(self._parts[-self.RUN :])]
+            self._loose = 0
+
+    def join(self) -> str:
+        return "".join(self._parts)
+
+    def __bool__(self) -> bool:
+        return bool(self._parts)
 
 
 class ResponseBuilder:
@@ -183,8 +210,8 @@ class ResponseBuilder:
     """
 
     def __init__(self) -> None:
-        self._text: list[str] = []
-        self._reasoning: list[str] = []
+        self._text = Pieces()
+        self._reasoning = Pieces()
         self._calls: dict[Hashable, _CallAccumulator] = {}
         self.usage = Usage()
         self.model: str | None = None
@@ -251,14 +278,14 @@ class ResponseBuilder:
 
     @property
     def current_text(self) -> str:
-        return "".join(self._text)
+        return self._text.join()
 
     def tool_calls(self) -> tuple[ToolCall, ...]:
         return tuple(
             ToolCall(
                 id=c.id or f"call_{c.index}",
                 name=c.name or "",
-                arguments="".join(c.arguments) or "{}",
+                arguments=c.arguments.join() or "{}",
             )
             for c in self._calls.values()
         )
@@ -268,12 +295,17 @@ class ResponseBuilder:
         stop_info: StopInfo,
         provider_record: Mapping[str, Any] | None = None,
     ) -> ModelResponse:
+        """The response. For an abnormal stop without a policy category the raw
+        value becomes the category (seed 002: "the provider's policy category where
+        there is one and otherwise the raw value"), the same for every protocol."""
+        if not stop_info.ok and stop_info.category is None and stop_info.raw:
+            stop_info = replace(stop_info, category=stop_info.raw)
         return ModelResponse(
-            text="".join(self._text),
+            text=self._text.join(),
             tool_calls=self.tool_calls(),
             stop_info=stop_info,
             usage=self.usage,
-            reasoning="".join(self._reasoning),
+            reasoning=self._reasoning.join(),
             model=self.model,
             provider_record=provider_record,
         )

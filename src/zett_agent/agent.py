@@ -26,16 +26,24 @@ tool calls withheld), in a shielded write; then the cancellation propagates.
 INTERRUPTED or MAX_OUTPUT (see :func:`plan_resume`); REFUSAL and CONTEXT_FULL
 cannot be resumed (:class:`~zett_agent.errors.ResumeError`).
 
+Recovery: after each model call (and after a call that failed with no output)
+extensions are asked ``recover(context)``; the first answer is one of a closed
+set (RETRY another request, CONTINUE with added messages, END with a stop) that
+:meth:`_Run._apply` performs and records on the stored answer's stop (see
+:mod:`zett_agent.recovery`). Without such an extension nothing changes: the core
+never works around a stop by itself. Answers a retry superseded stay in history
+and are never sent again.
+
 Guards: ``max_turns`` model calls per run (the run then completes with
-``stop.raw == "max_turns"``), the model's idle timeout, stop hooks (extensions'
-``on_complete``). One structured log record per model call goes to the
-``zett_agent.steps`` logger.
+``stop.raw == "max_turns"``; retries count), the model's idle timeout, stop hooks
+(extensions' ``on_complete``). One structured log record per model call goes to
+the ``zett_agent.steps`` logger, and OpenTelemetry spans are made when the
+``otel`` extra is installed (both in :mod:`zett_agent.telemetry`).
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
@@ -55,6 +63,7 @@ from zett_agent.messages import (
     SystemMessage,
     ToolCall,
     ToolResultMessage,
+    Usage,
     UserMessage,
 )
 from zett_agent.models import ModelClient, resolve_model
@@ -64,6 +73,20 @@ from zett_agent.protocols.base import (
     ReasoningDelta,
     TextDelta,
     ToolCallDelta,
+)
+from zett_agent.recovery import (
+    Action,
+    ContinueWith,
+    EndRun,
+    Recovery,
+    RecoveryContext,
+    RecoveryRecord,
+    RetryRequest,
+    failed_call,
+    is_superseded,
+    join_pieces,
+    record,
+    recovery_log,
 )
 from zett_agent.resume import (
     CONTINUE_PROMPT,
@@ -75,11 +98,10 @@ from zett_agent.resume import (
     prefill_rejected,
 )
 from zett_agent.stop import StopInfo, StopReason
+from zett_agent.telemetry import Telemetry, log_recovery, log_step
 from zett_agent.tools import Tool, as_tool
 
 __all__ = ["Agent", "AgentRunConfig", "create_agent"]
-
-step_log = logging.getLogger("zett_agent.steps")
 
 _E = AgentEventType
 
@@ -102,6 +124,9 @@ class AgentRunConfig:
         parallel_tools: run the tool calls of one step concurrently (results keep
             the model's order).
         model_options: provider-specific fields merged into the request body.
+        telemetry: make OpenTelemetry spans (when the ``otel`` extra is installed).
+        tracer_provider: the OpenTelemetry ``TracerProvider`` for them (None: the
+            global one).
     """
 
     name: str = "agent"
@@ -113,6 +138,8 @@ class AgentRunConfig:
     reset_tool_choice: bool = True
     parallel_tools: bool = True
     model_options: dict[str, Any] = field(default_factory=dict)
+    telemetry: bool = True
+    tracer_provider: Any = None
 
 
 class Step(Enum):
@@ -122,6 +149,7 @@ class Step(Enum):
     CONTINUE = "continue"  # PAUSED: send the conversation again
     COMPLETE = "complete"  # normal end, stop hooks may veto
     END = "end"  # abnormal end: refusal, interruption, context full, ...
+    RETRY = "retry"  # a recovery: send its request next
 
 
 MAX_TURNS_RAW = "max_turns"
@@ -280,17 +308,28 @@ class _Run:
     ) -> None:
         self.agent = agent
         self.config = agent.config
+        self.model: ModelClient = agent.model  # a RetryRequest may switch it for the run
         self.messages = messages
         self.on_message = on_message
         self.on_replace = on_replace
-        self.first_index = len(messages)  # where this run's messages start
         self.run_id = uuid.uuid4().hex[:12]
+        self.first_index = len(messages)  # where this run's messages start
         self.step = 0
         self.pauses = 0
         # resume: the first answer takes the place of messages[replacing], joined
         # to ``prefill`` (sent as the last message of the first request) if set
         self.replacing = plan.replaces if plan else None
         self.prefill = plan.prefill if plan else None
+        # recovery state
+        self.recoveries: list[RecoveryRecord] = []
+        self.retry: RetryRequest | None = None  # the request to send next
+        self.follow: list[Message] = []  # ContinueWith messages, added after the answer
+        self.next_max_tokens: int | None = None
+        self.pieces: list[AssistantMessage] = []  # answers joined into the final message
+        # telemetry
+        self.telemetry = Telemetry(self.config.tracer_provider, enabled=self.config.telemetry)
+        self.span: Any = None
+        self.usage = Usage()
 
     def event(self, type: AgentEventType, **fields: Any) -> AgentEvent:  # noqa: A002
         return AgentEvent(type, self.run_id, self.step, **fields)
@@ -327,71 +366,116 @@ class _Run:
 
     async def events(self, prompt: str | None) -> AsyncGenerator[AgentEvent, None]:
         yield self.event(_E.RUN_STARTED)
-        if prompt is not None:
-            await self.add(UserMessage(prompt))
+        self.span = self.telemetry.start_run(
+            agent=self.config.name,
+            run_id=self.run_id,
+            provider=self.model.provider,
+            model=self.model.name,
+        )
         final: AssistantMessage | None = None
-        while True:
-            if self.step >= self.config.max_turns:
-                final = await self._max_turns(final)
-                assert final.stop is not None
-                yield self.event(_E.MAX_TURNS_REACHED, stop=final.stop, message=final)
-                break
-            self.step += 1
-            if self.replacing is None:  # a resumed answer's first request is left as planned
-                await self._add_pending_messages()
-            response: ModelResponse | None = None
-            started = time.perf_counter()
-            yield self.event(_E.MODEL_STARTED)
-            received = PartialAnswer()
-            try:
-                async with aclosing(self.agent.model.stream(await self._request())) as stream:
-                    async for item in stream:
-                        if isinstance(item, ModelResponse):
-                            response = item
-                            continue
-                        received.add(item)
-                        if isinstance(item, TextDelta):
-                            yield self.event(_E.TEXT_DELTA, text=item.text)
-                        elif isinstance(item, ReasoningDelta):
-                            yield self.event(_E.REASONING_DELTA, text=item.text)
-                        elif isinstance(item, ToolCallDelta):
-                            partial = ToolCall(item.id or "", item.name or "", item.arguments)
-                            yield self.event(
-                                _E.TOOL_CALL_DELTA, text=item.arguments, tool_call=partial
-                            )
-            except Exception as error:
-                if self.prefill is not None and prefill_rejected(error):
-                    await self._continue_without_prefill()
-                    continue
-                yield self.event(_E.RUN_FAILED, error=error)
-                raise
-            except BaseException as error:
-                if received and is_cancellation(error):
-                    with anyio.CancelScope(shield=True):
-                        await self.add_answer(received.cancelled(self.agent.model))
-                raise
-            assert response is not None, "a model stream must end with a ModelResponse"
-            response, step = self._decide(response)
-            for extension in self.agent.extensions:
-                await _maybe_await(extension.after_model(response))
-            final = await self.add_answer(response.to_message(self.agent.model.provider))
-            self._log(response, started)
-            yield self.event(_E.MODEL_COMPLETED, message=final)
-            if final.stop is not None and step is not Step.CONTINUE:
-                yield self.event(_E.MODEL_STOPPED, stop=final.stop, message=final)
+        failure: BaseException | None = None
+        try:
+            if prompt is not None:
+                await self.add(UserMessage(prompt))
+            while True:
+                if self.step >= self.config.max_turns:
+                    final = await self._max_turns(final)
+                    assert final.stop is not None
+                    yield self.event(_E.MAX_TURNS_REACHED, stop=final.stop, message=final)
+                    break
+                self.step += 1
+                retry, self.retry = self.retry, None
+                if retry is None and self.replacing is None:
+                    # a retry, and a resumed answer's first request, are sent as planned
+                    await self._add_pending_messages()
+                request = retry.request if retry is not None else await self._request()
+                model = self.model
+                response: ModelResponse | None = None
+                error: Exception | None = None
+                started = time.perf_counter()
+                yield self.event(_E.MODEL_STARTED)
+                chat = self.telemetry.start_chat(self.span, request, model.provider)
+                received = PartialAnswer()
+                try:
+                    async with aclosing(model.stream(request)) as stream:
+                        async for item in stream:
+                            if isinstance(item, ModelResponse):
+                                response = item
+                                continue
+                            received.add(item)
+                            if isinstance(item, TextDelta):
+                                yield self.event(_E.TEXT_DELTA, text=item.text)
+                            elif isinstance(item, ReasoningDelta):
+                                yield self.event(_E.REASONING_DELTA, text=item.text)
+                            elif isinstance(item, ToolCallDelta):
+                                partial = ToolCall(item.id or "", item.name or "", item.arguments)
+                                yield self.event(
+                                    _E.TOOL_CALL_DELTA, text=item.arguments, tool_call=partial
+                                )
+                except Exception as exc:
+                    if self.prefill is not None and prefill_rejected(exc):
+                        self.telemetry.end_chat(chat, None, error=exc)
+                        await self._continue_without_prefill()
+                        continue
+                    error = exc
+                except BaseException as exc:
+                    self.telemetry.end_chat(chat, None, error=exc)
+                    if received and is_cancellation(exc):
+                        with anyio.CancelScope(shield=True):
+                            await self.add_answer(received.cancelled(model))
+                    raise
 
-            if step is Step.RUN_TOOLS:
-                async for event in self._run_tools(final):
-                    yield event
-                continue
-            if step is Step.CONTINUE:
-                continue
-            if step is Step.COMPLETE:
-                reason = await self._stop_hook_veto(final)
-                if reason is not None:
-                    await self.add(UserMessage(reason))
+                response, step, recovery = await self._settle(request, model, response, error)
+                self.telemetry.end_chat(
+                    chat,
+                    response,
+                    error=error,
+                    recovery=(recovery[0], _action(recovery[1])) if recovery else None,
+                )
+                if error is not None and recovery is None:
+                    yield self.event(_E.RUN_FAILED, error=error)
+                    raise error
+                if error is None:
+                    for extension in self.agent.extensions:
+                        await _maybe_await(extension.after_model(response))
+                answer = await self.add_answer(response.to_message(model.provider))
+                self.usage = self.usage + answer.usage
+                self._log(response, model, started)
+                final = self._view(answer, step, recovery, final)
+                yield self.event(_E.MODEL_COMPLETED, message=answer)
+                if answer.stop is not None and (step is not Step.CONTINUE or recovery):
+                    yield self.event(_E.MODEL_STOPPED, stop=answer.stop, message=answer)
+
+                if step is Step.RUN_TOOLS:
+                    async for event in self._run_tools(answer):
+                        yield event
                     continue
-            break
+                if step is Step.CONTINUE:
+                    for message in self.follow:
+                        await self.add(message)
+                    self.follow = []
+                    continue
+                if step is Step.RETRY:
+                    continue
+                if step is Step.COMPLETE:
+                    assert final is not None
+                    reason = await self._stop_hook_veto(final)
+                    if reason is not None:
+                        await self.add(UserMessage(reason))
+                        continue
+                break
+        except BaseException as exc:
+            failure = exc
+            raise
+        finally:
+            self.telemetry.end_run(
+                self.span,
+                final=final,
+                usage=self.usage,
+                steps=self.step,
+                recoveries=len(self.recoveries),
+                error=failure,
+            )
         yield self.event(_E.RUN_COMPLETED, message=final, stop=final.stop if final else None)
 
     # ------------------------------------------------------------ decisions
@@ -422,8 +506,124 @@ class _Run:
             response,
             tool_calls=(),
             stop_info=response.stop_info.with_detail(withheld_tool_calls=names),
-            provider_record=self.agent.model.without_tool_calls(response.provider_record),
+            provider_record=self.model.without_tool_calls(response.provider_record),
         )
+
+    # ------------------------------------------------------------ recovery
+
+    async def _settle(
+        self,
+        request: ModelRequest,
+        model: ModelClient,
+        response: ModelResponse | None,
+        error: Exception | None,
+    ) -> tuple[ModelResponse, Step, tuple[str, Recovery] | None]:
+        """Decide the step, then let an extension recover; a failed call becomes
+        a recorded empty answer only when one does."""
+        if error is None:
+            assert response is not None, "a model stream must end with a ModelResponse"
+            response, step = self._decide(response)
+        else:
+            response, step = failed_call(error, model), Step.END
+        found = await self._recover(request, model, response, error)
+        if found is None:
+            return response, step, None
+        by, recovery = found
+        if not isinstance(recovery, EndRun) and response.stop_info.ok:
+            recovery_log.warning(
+                "%s: %s ignored on a step that ended normally", by, type(recovery).__name__
+            )
+            return response, step, None
+        return *self._apply(by, recovery, response, failed=error is not None), found
+
+    async def _recover(
+        self,
+        request: ModelRequest,
+        model: ModelClient,
+        response: ModelResponse,
+        error: Exception | None,
+    ) -> tuple[str, Recovery] | None:
+        if not self.agent.extensions or self.replacing is not None:
+            return None
+        context = RecoveryContext(
+            request=request,
+            response=None if error is not None else response,
+            error=error,
+            stop=response.stop_info,
+            messages=tuple(self.messages),
+            run_start=self.first_index,
+            recoveries=tuple(self.recoveries),
+            model=model,
+            run_id=self.run_id,
+            step=self.step,
+        )
+        for extension in self.agent.extensions:
+            recovery = await _maybe_await(extension.recover(context))
+            if recovery is None:
+                continue
+            if not isinstance(recovery, RetryRequest | ContinueWith | EndRun):
+                raise TypeError(
+                    f"{type(extension).__name__}.recover returned {recovery!r}: "
+                    "expected RetryRequest, ContinueWith, EndRun or None"
+                )
+            return type(extension).__name__, recovery
+        return None
+
+    def _apply(
+        self, by: str, recovery: Recovery, response: ModelResponse, *, failed: bool
+    ) -> tuple[ModelResponse, Step]:
+        """Perform ``recovery`` (a closed set) and record it on the answer's stop."""
+        stop = response.stop_info
+        kept = self._withhold(response)  # an answer a recovery acted on runs no tools
+        superseded = failed  # a failed call is a record, never an answer to send
+        match recovery:
+            case RetryRequest(model=switch):
+                self.retry = recovery
+                if switch is not None:
+                    self.model = switch
+                action: Action = "retry"
+                step, superseded = Step.RETRY, True
+            case ContinueWith(messages=messages, max_tokens=limit):
+                self.follow = list(messages)
+                self.next_max_tokens = limit
+                action, step = "continue", Step.CONTINUE
+            case EndRun(stop=end):
+                extra: dict[str, Any] = {}
+                if kept.stop_info.detail.get("withheld_tool_calls"):
+                    extra["withheld_tool_calls"] = kept.stop_info.detail["withheld_tool_calls"]
+                if not stop.ok:
+                    extra["replaced_stop"] = {"reason": stop.reason.value, "raw": stop.raw}
+                kept = replace(kept, stop_info=end.with_detail(**extra))
+                action, step = "end", Step.END
+        self.recoveries.append(RecoveryRecord(self.step, by, action, stop.reason, recovery.note))
+        log_recovery(
+            run_id=self.run_id,
+            step=self.step,
+            by=by,
+            action=action,
+            reason=stop.reason.value,
+            note=recovery.note,
+        )
+        return record(kept, by, action, recovery.note, superseded), step
+
+    def _view(
+        self,
+        answer: AssistantMessage,
+        step: Step,
+        recovery: tuple[str, Recovery] | None,
+        final: AssistantMessage | None,
+    ) -> AssistantMessage | None:
+        """The run's final message so far: a superseded attempt leaves it as it was;
+        answers continued with ``ContinueWith(join=True)`` are joined to the next."""
+        if step is Step.RETRY:
+            return final
+        if recovery is not None and isinstance(recovery[1], ContinueWith) and recovery[1].join:
+            self.pieces.append(answer)
+            return answer
+        if not self.pieces:
+            return answer
+        pieces, self.pieces = [*self.pieces, answer], []
+        return join_pieces(pieces)
 
     async def _max_turns(self, final: AssistantMessage | None) -> AssistantMessage:
         limit = self.config.max_turns
@@ -468,12 +668,14 @@ class _Run:
         if self.replacing is not None:  # resume: the cut-off answer is resent as a prefill, or not
             prefill = [self.prefill] if self.prefill is not None else []
             history = [*self.messages[: self.replacing], *prefill]
-        messages.extend(repair_orphaned_tool_calls(history))
+        sent = [m for m in history if not is_superseded(m)]  # recorded attempts stay home
+        messages.extend(repair_orphaned_tool_calls(sent))
+        max_tokens, self.next_max_tokens = self.next_max_tokens, None
         request = ModelRequest(
-            model=self.agent.model.name,
+            model=self.model.name,
             messages=messages,
             tools=[tool.spec for tool in self.agent.tools.values()],
-            max_tokens=config.max_tokens,
+            max_tokens=config.max_tokens if max_tokens is None else max_tokens,
             temperature=config.temperature,
             tool_choice=self._tool_choice(),
             extra_body=dict(config.model_options),
@@ -511,6 +713,17 @@ class _Run:
     async def _call_tool(self, call: ToolCall, cut_off: bool) -> ToolResultMessage:
         if cut_off and not _is_json_object(call.arguments):
             return ToolResultMessage(call.id, call.name, _CUT_OFF, is_error=True)
+        span = self.telemetry.start_tool(self.span, call)
+        try:
+            with self.telemetry.current(span):
+                result = await self._execute_tool(call)
+        except BaseException as error:
+            self.telemetry.end_tool(span, None, error)
+            raise
+        self.telemetry.end_tool(span, result)
+        return result
+
+    async def _execute_tool(self, call: ToolCall) -> ToolResultMessage:
         for extension in self.agent.extensions:
             early = await _maybe_await(extension.before_tool(call))
             if isinstance(early, ToolResultMessage):
@@ -531,24 +744,26 @@ class _Run:
 
     # ------------------------------------------------------------ logging
 
-    def _log(self, response: ModelResponse, started: float) -> None:
-        info = response.stop_info
-        record = {
-            "run_id": self.run_id,
-            "agent": self.config.name,
-            "step": self.step,
-            "provider": self.agent.model.provider,
-            "model": response.model or self.agent.model.name,
-            "finish_reason_raw": info.raw,
-            "finish_reason": info.reason.value,
-            "content_len": len(response.text),
-            "tool_calls_count": len(response.tool_calls),
-            "withheld_tool_calls": len(info.detail.get("withheld_tool_calls", ())),
-            "input_tokens": response.usage.input_tokens,
-            "output_tokens": response.usage.output_tokens,
-            "elapsed_ms": round((time.perf_counter() - started) * 1000, 1),
-        }
-        step_log.info(json.dumps(record), extra={"zett_step": record})
+    def _log(self, response: ModelResponse, model: ModelClient, started: float) -> None:
+        log_step(
+            run_id=self.run_id,
+            agent=self.config.name,
+            step=self.step,
+            provider=model.provider,
+            model=model.name,
+            response=response,
+            elapsed_ms=(time.perf_counter() - started) * 1000,
+        )
+
+
+def _action(recovery: Recovery) -> Action:
+    match recovery:
+        case RetryRequest():
+            return "retry"
+        case ContinueWith():
+            return "continue"
+        case EndRun():
+            return "end"
 
 
 def _is_json_object(text: str) -> bool:

@@ -16,6 +16,15 @@ plain or an ``async`` method:
 * ``on_complete(message, messages)`` — a stop hook: return a reason (str) to
   veto completion; the reason is sent to the model as a user message and the
   run goes on (bounded by max_turns). Not called after an abnormal stop.
+* ``recover(context)`` — after every model call (a response, or an exception
+  with no output): return a :data:`~zett_agent.recovery.Recovery` to work around
+  it — ``RetryRequest(request, model=None)``, ``ContinueWith(messages)`` or
+  ``EndRun(stop)`` — or None. The first extension that answers wins. See
+  :mod:`zett_agent.recovery` for what the loop does and stores for each.
+
+Recovery extensions that ship (each off unless added): ``output_limit``
+(OutputLimitRecovery), ``compaction`` (ContextCompaction), ``convergence``
+(ConvergenceGuard), ``fallback`` (RefusalFallback), and ``refusal_replay``.
 """
 
 from __future__ import annotations
@@ -25,8 +34,24 @@ from typing import Any
 
 from zett_agent.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 from zett_agent.protocols.base import ModelRequest, ModelResponse
+from zett_agent.recovery import (
+    ContinueWith,
+    EndRun,
+    Recovery,
+    RecoveryContext,
+    RecoveryRecord,
+    RetryRequest,
+)
 
-__all__ = ["Extension"]
+__all__ = [
+    "ContinueWith",
+    "EndRun",
+    "Extension",
+    "Recovery",
+    "RecoveryContext",
+    "RecoveryRecord",
+    "RetryRequest",
+]
 
 
 class Extension:
@@ -54,4 +79,9 @@ class Extension:
 
     def on_complete(self, message: AssistantMessage, messages: Sequence[Message]) -> Any:
         """Return a reason (str) to veto completion and run another turn."""
+        return None
+
+    def recover(self, context: RecoveryContext) -> Any:
+        """Return a Recovery (RetryRequest, ContinueWith, EndRun) to act on this
+        model call, or None to leave it to the next extension and the loop."""
         return None

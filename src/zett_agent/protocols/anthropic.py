@@ -34,6 +34,7 @@ from zett_agent.protocols.base import (
     HTTPRequest,
     ModelRequest,
     ModelResponse,
+    Pieces,
     StreamEvent,
     WireProtocol,
     as_text,
@@ -204,6 +205,7 @@ class AnthropicDecoder(Decoder):
         super().__init__(vendor)
         self._blocks: dict[int, dict[str, Any]] = {}
         self._json: dict[int, list[str]] = {}
+        self._strings: dict[tuple[int, str], Pieces] = {}  # streamed block fields
         self._usage: dict[str, Any] = {}
         self._stop_reason: str | None = None
         self._stop_sequence: str | None = None
@@ -239,6 +241,8 @@ class AnthropicDecoder(Decoder):
             if not isinstance(index, int) or not isinstance(block, dict):
                 return self._bad()
             self._blocks[index] = dict(block)
+            for field in ("text", "thinking", "signature"):
+                self._strings.pop((index, field), None)
             if block.get("type") == "tool_use":
                 return self.builder.tool_call(
                     index, id=as_text(block.get("id")), name=as_text(block.get("name"))
@@ -269,15 +273,15 @@ class AnthropicDecoder(Decoder):
         kind = delta.get("type")
         if kind == "text_delta" and isinstance(delta.get("text"), str):
             block = self._block(index, "text")
-            block["text"] = _str(block.get("text")) + delta["text"]
+            self._append(index, block, "text", delta["text"])
             return self.builder.text(delta["text"])
         if kind == "thinking_delta" and isinstance(delta.get("thinking"), str):
             block = self._block(index, "thinking")
-            block["thinking"] = _str(block.get("thinking")) + delta["thinking"]
+            self._append(index, block, "thinking", delta["thinking"])
             return self.builder.reasoning(delta["thinking"])
         if kind == "signature_delta" and isinstance(delta.get("signature"), str):
             block = self._block(index, "thinking")
-            block["signature"] = _str(block.get("signature")) + delta["signature"]
+            self._append(index, block, "signature", delta["signature"])
             return []
         if kind == "input_json_delta" and isinstance(delta.get("partial_json"), str):
             block = self._block(index, "tool_use")
@@ -318,6 +322,15 @@ class AnthropicDecoder(Decoder):
             )
         self._error = {"type": error_type, "message": message}
         return []
+
+    def _append(self, index: int, block: dict[str, Any], key: str, piece: str) -> None:
+        """Add ``piece`` to the block's ``key`` text (joined in :meth:`_record`;
+        adding to the string itself would copy it once per delta)."""
+        pieces = self._strings.get((index, key))
+        if pieces is None:
+            pieces = self._strings[index, key] = Pieces()
+            pieces.append(_str(block.get(key)))
+        pieces.append(piece)
 
     def _block(self, index: int, kind: str) -> dict[str, Any]:
         block = self._blocks.get(index)
@@ -397,6 +410,10 @@ class AnthropicDecoder(Decoder):
         content = []
         for index in sorted(self._blocks):
             block = dict(self._blocks[index])
+            for key in ("text", "thinking", "signature"):
+                pieces = self._strings.get((index, key))
+                if pieces is not None:
+                    block[key] = pieces.join()
             if index in self._json:
                 try:
                     value = json.loads("".join(self._json[index]) or "{}")

@@ -47,6 +47,7 @@ from zett_agent.protocols.base import (
     HTTPRequest,
     ModelRequest,
     ModelResponse,
+    Pieces,
     StreamEvent,
     WireProtocol,
     as_text,
@@ -210,6 +211,7 @@ class GeminiDecoder(Decoder):
         self.error: dict[str, Any] | None = None
         self.saw_candidate = False
         self.parts: list[dict[str, Any]] = []  # the provider record, merged
+        self._merged: dict[int, tuple[dict[str, Any], Pieces]] = {}  # text parts' pieces
         self._open: _Call | None = None
         self._calls = 0
         self._done = False
@@ -297,7 +299,11 @@ class GeminiDecoder(Decoder):
             and (last.get("thought") is True) == thought
             and "thoughtSignature" not in last
         ):
-            last["text"] += text
+            merged = self._merged.get(id(last))
+            if merged is None:  # joined in _build: += would copy the text per chunk
+                merged = self._merged[id(last)] = (last, Pieces())
+                merged[1].append(last["text"])
+            merged[1].append(text)
         elif text or not plain:
             self.parts.append(dict(part))
         return self.builder.reasoning(text) if thought else self.builder.text(text)
@@ -478,6 +484,8 @@ class GeminiDecoder(Decoder):
     def _build(self, info: StopInfo) -> ModelResponse:
         if self.malformed:
             info = info.with_detail(malformed_events=self.malformed)
+        for part, pieces in self._merged.values():
+            part["text"] = pieces.join()
         record = (
             {"protocol": "gemini", "content": {"role": "model", "parts": self.parts}}
             if self.parts

@@ -270,7 +270,7 @@ class OpenAIChatDecoder(Decoder):
         usage = (
             _usage(chunk.get("usage"))
             or _usage(choice.get("usage") if choice else None)
-            or _usage(dig(chunk, "x_groq.usage"))
+            or (_usage(dig(chunk, "x_groq.usage")) if "x_groq" in chunk else None)
         )
         if usage is not None:
             self.builder.set_usage(usage)
@@ -490,6 +490,8 @@ def _int(value: Any) -> int | None:
 
 
 def _usage(value: Any) -> Usage | None:
+    if value is None:  # most chunks: skip the (slow) ABC isinstance check
+        return None
     if not isinstance(value, Mapping):
         return None
     cached = _int(dig(value, "prompt_tokens_details.cached_tokens"))

@@ -1,0 +1,48 @@
+"""Prints the fault matrix (faults x protocols, passed/total) after a run."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+import pytest
+
+_RESULTS: dict[tuple[str, str], list[bool]] = defaultdict(list)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if "tests/faults/" not in report.nodeid.replace("\\", "/"):
+        return
+    if report.when != "call" and not (report.when == "setup" and report.outcome != "passed"):
+        return
+    match = re.search(r"::test_(\w+)\[(.+)\]$", report.nodeid)
+    if match is None:
+        return
+    fault, params = match.groups()
+    parts = params.split("-")
+    protocol = "-".join(p for p in parts if not p.isdigit())
+    status = "-".join(p for p in parts if p.isdigit())
+    name = f"{fault}[{status}]" if status else fault
+    _RESULTS[(name, protocol)].append(report.passed)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not _RESULTS:
+        return
+    protocols = sorted({p for _, p in _RESULTS})
+    faults = sorted({f for f, _ in _RESULTS})
+    write = terminalreporter.write_line
+    write("")
+    write("fault matrix (passed/run per protocol)")
+    width = max(len(f) for f in faults)
+    write(f"{'fault':{width}}  " + "  ".join(f"{p:>17}" for p in protocols))
+    total = passed = 0
+    for fault in faults:
+        cells = []
+        for protocol in protocols:
+            runs = _RESULTS.get((fault, protocol), [])
+            total += len(runs)
+            passed += sum(runs)
+            cells.append(f"{sum(runs)}/{len(runs)}" if runs else "-")
+        write(f"{fault:{width}}  " + "  ".join(f"{c:>17}" for c in cells))
+    write(f"total: {passed}/{total} passed ({len(faults)} faults x {len(protocols)} protocols)")

@@ -344,11 +344,19 @@ class TestRealServer:
             StopReason.MAX_OUTPUT,
         )
 
-    async def test_agent_runs_the_tool_and_terminates(self, server: LocalLlamaModel) -> None:
+    @pytest.mark.parametrize("reset", [True, False])
+    async def test_agent_runs_the_tool_and_terminates(
+        self, server: LocalLlamaModel, reset: bool
+    ) -> None:
         agent = await create_agent(
             local(server),
             config=AgentRunConfig(
-                "local-test", max_tokens=32, max_turns=3, temperature=0.0, tool_choice="get_weather"
+                "local-test",
+                max_tokens=32,
+                max_turns=3,
+                temperature=0.0,
+                tool_choice="get_weather",
+                reset_tool_choice=reset,
             ),
             tools=[get_weather],
         )
@@ -370,10 +378,16 @@ class TestRealServer:
         assert results
         assert not results[0].is_error
         assert "demo data" in results[0].content
-        # A forced tool choice calls the tool on every turn: the run ends at max_turns.
         assert final is not None
-        assert final.stop is not None
-        assert final.stop.raw == "max_turns"
+        if reset:
+            # The forced choice applies until a tool ran; then the model answers.
+            assert len(results) == 1
+            assert final.stop is None or final.stop.reason is StopReason.MAX_OUTPUT
+        else:
+            # Kept forced, the tool is called on every turn: the run ends at max_turns.
+            assert len(results) == 3
+            assert final.stop is not None
+            assert final.stop.raw == "max_turns"
 
     async def test_agent_auto_tools_terminates(self, server: LocalLlamaModel) -> None:
         agent = await create_agent(

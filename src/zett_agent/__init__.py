@@ -16,6 +16,10 @@ from zett_agent.errors import (
 )
 from zett_agent.events import AgentEvent, AgentEventDispatcher, AgentEventType
 from zett_agent.extensions import Extension
+from zett_agent.extensions.compaction import ContextCompaction
+from zett_agent.extensions.convergence import ConvergenceGuard
+from zett_agent.extensions.fallback import RefusalFallback
+from zett_agent.extensions.output_limit import OutputLimitRecovery
 from zett_agent.extensions.refusal_replay import RefusalReplay, RefusalReplayExtension
 from zett_agent.goals import Goal, GoalVerdict
 from zett_agent.messages import (
@@ -28,6 +32,14 @@ from zett_agent.messages import (
     UserMessage,
 )
 from zett_agent.models import Model, ModelClient, resolve_model
+from zett_agent.recovery import (
+    ContinueWith,
+    EndRun,
+    Recovery,
+    RecoveryContext,
+    RecoveryRecord,
+    RetryRequest,
+)
 from zett_agent.sessions import InMemorySessionStore, SessionStore, SQLiteSessionStore
 from zett_agent.stop import AgentStopError, StopInfo, StopReason
 from zett_agent.subagents import SubAgent, SubAgentResult
@@ -45,7 +57,11 @@ __all__ = [
     "BackgroundTask",
     "BackgroundTasks",
     "ConfigError",
+    "ContextCompaction",
+    "ContinueWith",
+    "ConvergenceGuard",
     "DecodeError",
+    "EndRun",
     "Extension",
     "Goal",
     "GoalVerdict",
@@ -53,11 +69,17 @@ __all__ = [
     "Message",
     "Model",
     "ModelClient",
+    "OutputLimitRecovery",
     "ProviderError",
     "ProviderHTTPError",
+    "Recovery",
+    "RecoveryContext",
+    "RecoveryRecord",
+    "RefusalFallback",
     "RefusalReplay",
     "RefusalReplayExtension",
     "ResumeError",
+    "RetryRequest",
     "SQLiteSessionStore",
     "SessionStore",
     "SessionStoreError",

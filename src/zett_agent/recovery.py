@@ -36,6 +36,12 @@ an abnormal step or a failed call (a normal answer has no stop to carry the
 record); on a normal step only EndRun is acted on. Recovery is not offered for
 the first call of :meth:`Agent.resume <zett_agent.agent.Agent.resume>`, whose
 answer takes the place of the cut-off one.
+
+The loop (:mod:`zett_agent.loop`) keeps one run's recovery bookkeeping in a
+:class:`RunRecoveries`: it asks the extensions (:meth:`RunRecoveries.ask`),
+performs and records an answer (:meth:`RunRecoveries.apply`), and holds what
+that answer left for the next turn (the retry, ``ContinueWith`` messages and
+output limit, the pieces of a joined final message).
 """
 
 from __future__ import annotations
@@ -43,13 +49,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from zett_agent.errors import ProviderError
+from zett_agent.events import _maybe_await
 from zett_agent.messages import AssistantMessage, Message
 from zett_agent.models import ModelClient
 from zett_agent.protocols.base import ModelRequest, ModelResponse
 from zett_agent.stop import StopInfo, StopReason
+from zett_agent.telemetry import log_recovery
+
+if TYPE_CHECKING:
+    from zett_agent.extensions import Extension
 
 __all__ = [
     "ContinueWith",
@@ -58,6 +69,8 @@ __all__ = [
     "RecoveryContext",
     "RecoveryRecord",
     "RetryRequest",
+    "RunRecoveries",
+    "action_of",
     "error_stop",
     "failed_call",
     "is_context_overflow",
@@ -246,3 +259,117 @@ def join_pieces(pieces: Sequence[AssistantMessage]) -> AssistantMessage:
         usage=usage,
         provider_record=None,
     )
+
+
+def action_of(recovery: Recovery) -> Action:
+    """The name a recovery is recorded under."""
+    match recovery:
+        case RetryRequest():
+            return "retry"
+        case ContinueWith():
+            return "continue"
+        case EndRun():
+            return "end"
+
+
+# ---------------------------------------------------------------- one run's bookkeeping
+
+
+class RunRecoveries:
+    """The recoveries of one run, and what the last one left for the loop to do."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.records: list[RecoveryRecord] = []
+        self.retry: RetryRequest | None = None  # the request to send next
+        self.follow: list[Message] = []  # ContinueWith messages, added after the answer
+        self.next_max_tokens: int | None = None  # ContinueWith's limit for the next request
+        self.pieces: list[AssistantMessage] = []  # answers joined into the final message
+
+    async def ask(
+        self, extensions: Sequence[Extension], context: RecoveryContext
+    ) -> tuple[str, Recovery] | None:
+        """The first extension's answer to ``recover(context)``, with its class
+        name; None if none answers, or if it answered a step that ended normally
+        with anything but EndRun (that answer is logged and ignored)."""
+        for extension in extensions:
+            recovery = await _maybe_await(extension.recover(context))
+            if recovery is None:
+                continue
+            by = type(extension).__name__
+            if not isinstance(recovery, RetryRequest | ContinueWith | EndRun):
+                raise TypeError(
+                    f"{by}.recover returned {recovery!r}: "
+                    "expected RetryRequest, ContinueWith, EndRun or None"
+                )
+            if not isinstance(recovery, EndRun) and context.stop.ok:
+                recovery_log.warning(
+                    "%s: %s ignored on a step that ended normally", by, type(recovery).__name__
+                )
+                return None
+            return by, recovery
+        return None
+
+    def apply(
+        self, step: int, by: str, recovery: Recovery, kept: ModelResponse, *, failed: bool
+    ) -> ModelResponse:
+        """Perform ``recovery`` (a closed set) on ``kept``, the answer with its tool
+        calls already withheld, and record it on the answer's stop."""
+        stop = kept.stop_info
+        action = action_of(recovery)
+        superseded = failed  # a failed call is a record, never an answer to send
+        match recovery:
+            case RetryRequest():
+                self.retry = recovery
+                superseded = True
+            case ContinueWith(messages=messages, max_tokens=limit):
+                self.follow = list(messages)
+                self.next_max_tokens = limit
+            case EndRun(stop=end):
+                extra: dict[str, Any] = {}
+                if stop.detail.get("withheld_tool_calls"):
+                    extra["withheld_tool_calls"] = stop.detail["withheld_tool_calls"]
+                if not stop.ok:
+                    extra["replaced_stop"] = {"reason": stop.reason.value, "raw": stop.raw}
+                kept = replace(kept, stop_info=end.with_detail(**extra))
+        self.records.append(RecoveryRecord(step, by, action, stop.reason, recovery.note))
+        log_recovery(
+            run_id=self.run_id,
+            step=step,
+            by=by,
+            action=action,
+            reason=stop.reason.value,
+            note=recovery.note,
+        )
+        return record(kept, by, action, recovery.note, superseded)
+
+    def take_retry(self) -> RetryRequest | None:
+        retry, self.retry = self.retry, None
+        return retry
+
+    def take_follow(self) -> list[Message]:
+        follow, self.follow = self.follow, []
+        return follow
+
+    def take_max_tokens(self) -> int | None:
+        limit, self.next_max_tokens = self.next_max_tokens, None
+        return limit
+
+    def final(
+        self,
+        answer: AssistantMessage,
+        recovery: Recovery | None,
+        final: AssistantMessage | None,
+    ) -> AssistantMessage | None:
+        """The run's final message so far, after ``answer``: a superseded attempt
+        leaves it as it was; answers continued with ``ContinueWith(join=True)``
+        are joined to the next."""
+        if isinstance(recovery, RetryRequest):
+            return final
+        if isinstance(recovery, ContinueWith) and recovery.join:
+            self.pieces.append(answer)
+            return answer
+        if not self.pieces:
+            return answer
+        pieces, self.pieces = [*self.pieces, answer], []
+        return join_pieces(pieces)

@@ -5,6 +5,12 @@ docstring through pydantic (a Google-style ``Args:`` section describes each
 parameter). Arguments are validated before the function runs; a validation
 failure, an unknown tool or an exception in the tool is answered to the model as
 an error result (``ToolResultMessage.is_error``), never raised into the run.
+
+:class:`ToolRunner` runs the tool calls of one answer for the agent loop: the
+extensions' ``before_tool`` / ``after_tool`` hooks, one span per call, all calls
+at once when ``parallel`` (results keep the model's order), and the cut-off rule:
+under MAX_OUTPUT a call whose arguments are not a whole JSON object is answered
+with an error result (:data:`CUT_OFF_ARGUMENTS`) and not run.
 """
 
 from __future__ import annotations
@@ -12,17 +18,28 @@ from __future__ import annotations
 import inspect
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, get_type_hints
+from typing import TYPE_CHECKING, Any, get_type_hints
 
+import anyio
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from zett_agent.messages import ToolCall, ToolResultMessage
+from zett_agent.events import _maybe_await
+from zett_agent.messages import AssistantMessage, ToolCall, ToolResultMessage
 from zett_agent.protocols.base import ToolSpec
+from zett_agent.stop import StopReason
 
-__all__ = ["Tool", "as_tool"]
+if TYPE_CHECKING:
+    from zett_agent.extensions import Extension
+    from zett_agent.telemetry import Telemetry
+
+__all__ = ["CUT_OFF_ARGUMENTS", "Tool", "ToolRunner", "as_tool"]
+
+CUT_OFF_ARGUMENTS = (
+    "The arguments of this tool call were cut off at the output limit; it was not run."
+)
 
 _ARG_LINE = re.compile(r"^\s{2,}(\w+)\s*(?:\([^)]*\))?:\s*(.+)$")
 
@@ -96,6 +113,73 @@ def as_tool(function: Callable[..., Any] | Tool) -> Tool:
         **fields,
     )
     return Tool(function.__name__, summary or function.__name__, function, model)
+
+
+@dataclass(frozen=True)
+class ToolRunner:
+    """Runs the tool calls of one answer: hooks, spans, the cut-off rule."""
+
+    tools: Mapping[str, Tool]
+    extensions: Sequence[Extension]
+    telemetry: Telemetry
+    parallel: bool = True
+
+    async def run(self, answer: AssistantMessage, span: Any) -> list[ToolResultMessage]:
+        """The results of ``answer.tool_calls``, in their order (``span``: the run's)."""
+        calls = answer.tool_calls
+        cut_off = answer.stop is not None and answer.stop.reason is StopReason.MAX_OUTPUT
+        results: list[ToolResultMessage | None] = [None] * len(calls)
+
+        async def run_one(index: int, call: ToolCall) -> None:
+            results[index] = await self._call(call, cut_off, span)
+
+        if self.parallel and len(calls) > 1:
+            async with anyio.create_task_group() as group:
+                for index, call in enumerate(calls):
+                    group.start_soon(run_one, index, call)
+        else:
+            for index, call in enumerate(calls):
+                await run_one(index, call)
+        done = [result for result in results if result is not None]
+        assert len(done) == len(calls)
+        return done
+
+    async def _call(self, call: ToolCall, cut_off: bool, parent: Any) -> ToolResultMessage:
+        if cut_off and not _is_json_object(call.arguments):
+            return ToolResultMessage(call.id, call.name, CUT_OFF_ARGUMENTS, is_error=True)
+        span = self.telemetry.start_tool(parent, call)
+        try:
+            with self.telemetry.current(span):
+                result = await self._execute(call)
+        except BaseException as error:
+            self.telemetry.end_tool(span, None, error)
+            raise
+        self.telemetry.end_tool(span, result)
+        return result
+
+    async def _execute(self, call: ToolCall) -> ToolResultMessage:
+        for extension in self.extensions:
+            early = await _maybe_await(extension.before_tool(call))
+            if isinstance(early, ToolResultMessage):
+                return early
+        tool = self.tools.get(call.name)
+        if tool is None:
+            known = ", ".join(sorted(self.tools)) or "none"
+            result = _error(call, f"Unknown tool {call.name!r}. Tools: {known}.")
+        else:
+            result = await tool.call(call)
+        for extension in self.extensions:
+            changed = await _maybe_await(extension.after_tool(call, result))
+            if isinstance(changed, ToolResultMessage):
+                result = changed
+        return result
+
+
+def _is_json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text or "{}"), dict)
+    except ValueError:
+        return False
 
 
 def _parse_doc(doc: str) -> tuple[str, dict[str, str]]:

@@ -1,0 +1,405 @@
+"""One run of an :class:`~zett_agent.agent.Agent`: the loop.
+
+:meth:`_Run.events` is the whole loop. Each turn (one model call) is the same
+few named steps, until a step ends the run or ``max_turns`` is reached:
+
+==================  ==========================================================
+``_next_call``      what to send: a recovery's retry as planned, else the
+                    conversation (after extensions' pending messages)
+``_call_model``     stream it: MODEL_STARTED and the deltas; the response, or
+                    the error, is left on the :class:`_Call`
+``_settle``         ``_decide`` the :class:`Step` (a ``match`` over the closed
+                    :class:`~zett_agent.stop.StopReason` set: the decision table
+                    of :mod:`zett_agent.agent`), then let an extension recover
+``_store_answer``   ``after_model`` hooks, store the answer, log the step;
+                    MODEL_COMPLETED (and MODEL_STOPPED for an abnormal stop)
+``match step``      RUN_TOOLS, CONTINUE, RETRY: another turn; COMPLETE: end
+                    unless a stop hook vetoes; END: end
+==================  ==========================================================
+
+The run's pieces: its messages are a :class:`~zett_agent.conversation.Conversation`,
+its recoveries a :class:`~zett_agent.recovery.RunRecoveries`, and its tool calls
+run in a :class:`~zett_agent.tools.ToolRunner`.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import aclosing
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from zett_agent.conversation import Conversation
+from zett_agent.events import AgentEvent, AgentEventType, _maybe_await
+from zett_agent.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    Usage,
+    UserMessage,
+)
+from zett_agent.models import ModelClient
+from zett_agent.protocols.base import (
+    ModelRequest,
+    ModelResponse,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+)
+from zett_agent.recovery import (
+    Action,
+    Recovery,
+    RecoveryContext,
+    RunRecoveries,
+    action_of,
+    failed_call,
+)
+from zett_agent.resume import PartialAnswer, ResumePlan, is_cancellation, prefill_rejected
+from zett_agent.stop import StopInfo, StopReason
+from zett_agent.telemetry import Telemetry, log_step
+from zett_agent.tools import ToolRunner
+
+if TYPE_CHECKING:
+    from zett_agent.agent import Agent
+
+__all__ = ["MAX_TURNS_RAW", "Step"]
+
+_E = AgentEventType
+
+MAX_TURNS_RAW = "max_turns"
+
+
+class Step(Enum):
+    """What the loop does after one model call (a closed set)."""
+
+    RUN_TOOLS = "run_tools"
+    CONTINUE = "continue"  # PAUSED: send the conversation again
+    COMPLETE = "complete"  # normal end, stop hooks may veto
+    END = "end"  # abnormal end: refusal, interruption, context full, ...
+    RETRY = "retry"  # a recovery: send its request next
+
+
+# the step after a recovery was performed
+_STEP_AFTER: dict[Action, Step] = {"retry": Step.RETRY, "continue": Step.CONTINUE, "end": Step.END}
+
+
+@dataclass
+class _Call:
+    """One model call: what was sent, to which model, and how it ended."""
+
+    request: ModelRequest
+    model: ModelClient
+    started: float = field(default_factory=time.perf_counter)
+    span: Any = None
+    response: ModelResponse | None = None
+    error: Exception | None = None  # failed with no output
+    prefill_refused: bool = False  # resume: ask again with a continuation turn
+
+
+class _Run:
+    """State of one run; :meth:`events` is the loop."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        messages: list[Message],
+        on_message: Callable[[Message], Any] | None,
+        *,
+        on_replace: Callable[[int, Message], Any] | None = None,
+        plan: ResumePlan | None = None,
+    ) -> None:
+        self.agent = agent
+        self.config = agent.config
+        self.model: ModelClient = agent.model  # a RetryRequest may switch it for the run
+        self.conversation = Conversation(messages, on_message, on_replace=on_replace, plan=plan)
+        self.run_id = uuid.uuid4().hex[:12]
+        self.step = 0
+        self.pauses = 0
+        self.recoveries = RunRecoveries(self.run_id)
+        self.telemetry = Telemetry(self.config.tracer_provider, enabled=self.config.telemetry)
+        self.span: Any = None
+        self.usage = Usage()
+        self.tools = ToolRunner(
+            agent.tools, agent.extensions, self.telemetry, self.config.parallel_tools
+        )
+
+    # ------------------------------------------------------------ the loop
+
+    async def events(self, prompt: str | None) -> AsyncGenerator[AgentEvent, None]:
+        yield self.event(_E.RUN_STARTED)
+        self.span = self.telemetry.start_run(
+            agent=self.config.name,
+            run_id=self.run_id,
+            provider=self.model.provider,
+            model=self.model.name,
+        )
+        final: AssistantMessage | None = None
+        failure: BaseException | None = None
+        try:
+            if prompt is not None:
+                await self.conversation.add(UserMessage(prompt))
+            while True:
+                if self.step >= self.config.max_turns:  # retries count
+                    final = self._max_turns(final)
+                    yield self.event(_E.MAX_TURNS_REACHED, stop=final.stop, message=final)
+                    break
+                self.step += 1
+                call = await self._next_call()
+                async with aclosing(self._call_model(call)) as streamed:
+                    async for event in streamed:
+                        yield event
+                if call.prefill_refused:  # ask with a continuation turn instead
+                    self.step -= 1  # the refused call does not count
+                    await self.conversation.continue_without_prefill(self.agent.continue_prompt)
+                    continue
+                response, step, recovery = await self._settle(call)
+                if call.error is not None and recovery is None:
+                    yield self.event(_E.RUN_FAILED, error=call.error)
+                    raise call.error
+                answer = await self._store_answer(call, response)
+                final = self.recoveries.final(answer, recovery, final)
+                yield self.event(_E.MODEL_COMPLETED, message=answer)
+                if answer.stop is not None and (step is not Step.CONTINUE or recovery is not None):
+                    yield self.event(_E.MODEL_STOPPED, stop=answer.stop, message=answer)
+
+                match step:
+                    case Step.RUN_TOOLS:
+                        async for event in self._run_tools(answer):
+                            yield event
+                    case Step.CONTINUE:
+                        for message in self.recoveries.take_follow():
+                            await self.conversation.add(message)
+                    case Step.RETRY:
+                        pass  # the recovery's request is sent next
+                    case Step.COMPLETE:
+                        assert final is not None
+                        veto = await self._stop_hook_veto(final)
+                        if veto is None:
+                            break
+                        await self.conversation.add(UserMessage(veto))
+                    case Step.END:
+                        break
+        except BaseException as exc:
+            failure = exc
+            raise
+        finally:
+            self.telemetry.end_run(
+                self.span,
+                final=final,
+                usage=self.usage,
+                steps=self.step,
+                recoveries=len(self.recoveries.records),
+                error=failure,
+            )
+        yield self.event(_E.RUN_COMPLETED, message=final, stop=final.stop if final else None)
+
+    async def _next_call(self) -> _Call:
+        """A recovery's retry, sent as planned (on its model, if it names one, for
+        the rest of the run); else the conversation, after the extensions'
+        pending messages (not for a resumed answer's first request)."""
+        retry = self.recoveries.take_retry()
+        if retry is not None:
+            if retry.model is not None:
+                self.model = retry.model
+            return _Call(retry.request, self.model)
+        if not self.conversation.resuming:
+            for extension in self.agent.extensions:
+                for message in await _maybe_await(extension.pending_messages()) or ():
+                    await self.conversation.add(message)
+        return _Call(await self._request(), self.model)
+
+    async def _call_model(self, call: _Call) -> AsyncGenerator[AgentEvent, None]:
+        """Stream ``call``, yielding MODEL_STARTED and the deltas; how it ended is
+        left on ``call``. Cancelled while streaming: what was received so far is
+        stored (INTERRUPTED, cancelled), then the cancellation propagates."""
+        yield self.event(_E.MODEL_STARTED)
+        call.span = self.telemetry.start_chat(self.span, call.request, call.model.provider)
+        received = PartialAnswer()
+        try:
+            async with aclosing(call.model.stream(call.request)) as stream:
+                async for item in stream:
+                    if isinstance(item, ModelResponse):
+                        call.response = item
+                        continue
+                    received.add(item)
+                    yield self._delta(item)
+        except Exception as exc:
+            if self.conversation.prefill is not None and prefill_rejected(exc):
+                self.telemetry.end_chat(call.span, None, error=exc)
+                call.prefill_refused = True
+            else:
+                call.error = exc
+        except BaseException as exc:
+            self.telemetry.end_chat(call.span, None, error=exc)
+            if received and is_cancellation(exc):
+                with anyio.CancelScope(shield=True):
+                    await self.conversation.add_answer(
+                        received.cancelled(call.model), self.agent.model
+                    )
+            raise
+
+    async def _settle(self, call: _Call) -> tuple[ModelResponse, Step, Recovery | None]:
+        """Decide the step, then let an extension recover; a failed call becomes
+        a recorded empty answer only when one does. Ends the call's span."""
+        if call.error is None:
+            assert call.response is not None, "a model stream must end with a ModelResponse"
+            response, step = self._decide(call.response)
+        else:
+            response, step = failed_call(call.error, call.model), Step.END
+        found = await self._recover(call, response)
+        if found is not None:
+            by, recovery = found
+            kept = self._withhold(response)  # an answer a recovery acted on runs no tools
+            failed = call.error is not None
+            response = self.recoveries.apply(self.step, by, recovery, kept, failed=failed)
+            step = _STEP_AFTER[action_of(recovery)]
+        self.telemetry.end_chat(
+            call.span,
+            response,
+            error=call.error,
+            recovery=(found[0], action_of(found[1])) if found else None,
+        )
+        return response, step, found[1] if found else None
+
+    async def _store_answer(self, call: _Call, response: ModelResponse) -> AssistantMessage:
+        """``after_model`` hooks (not for a failed call), store, count usage, log the step."""
+        if call.error is None:
+            for extension in self.agent.extensions:
+                await _maybe_await(extension.after_model(response))
+        message = response.to_message(call.model.provider)
+        answer = await self.conversation.add_answer(message, self.agent.model)
+        self.usage = self.usage + answer.usage
+        log_step(
+            run_id=self.run_id,
+            agent=self.config.name,
+            step=self.step,
+            provider=call.model.provider,
+            model=call.model.name,
+            response=response,
+            elapsed_ms=(time.perf_counter() - call.started) * 1000,
+        )
+        return answer
+
+    async def _run_tools(self, answer: AssistantMessage) -> AsyncIterator[AgentEvent]:
+        for call in answer.tool_calls:
+            yield self.event(_E.TOOL_CALL_STARTED, tool_call=call)
+        results = await self.tools.run(answer, self.span)
+        for call, result in zip(answer.tool_calls, results, strict=True):
+            await self.conversation.add(result)
+            yield self.event(_E.TOOL_CALL_COMPLETED, tool_call=call, tool_result=result)
+
+    # ------------------------------------------------------------ decisions
+
+    def _decide(self, response: ModelResponse) -> tuple[ModelResponse, Step]:
+        has_calls = bool(response.tool_calls)
+        match response.stop_info.reason:
+            case StopReason.REFUSAL | StopReason.INTERRUPTED:
+                return self._withhold(response), Step.END
+            case StopReason.PAUSED:
+                if self.pauses < self.agent.max_pause_continuations:
+                    self.pauses += 1
+                    return response, Step.CONTINUE
+                return response, Step.END
+            case StopReason.CONTEXT_FULL:
+                return response, Step.END
+            case StopReason.MAX_OUTPUT:
+                return response, Step.RUN_TOOLS if has_calls else Step.END
+            case StopReason.END_TURN | StopReason.TOOL_USE | StopReason.OTHER:
+                return response, Step.RUN_TOOLS if has_calls else Step.COMPLETE
+
+    def _withhold(self, response: ModelResponse) -> ModelResponse:
+        if not response.tool_calls:
+            return response
+        names = [call.name for call in response.tool_calls]
+        return replace(
+            response,
+            tool_calls=(),
+            stop_info=response.stop_info.with_detail(withheld_tool_calls=names),
+            provider_record=self.model.without_tool_calls(response.provider_record),
+        )
+
+    def _max_turns(self, final: AssistantMessage | None) -> AssistantMessage:
+        limit = self.config.max_turns
+        stop = StopInfo(
+            StopReason.OTHER,
+            raw=MAX_TURNS_RAW,
+            category=MAX_TURNS_RAW,
+            message=f"The run reached its limit of {limit} model calls.",
+            detail={"max_turns": limit},
+        )
+        return (final or AssistantMessage()).replace(stop=stop)
+
+    async def _stop_hook_veto(self, message: AssistantMessage) -> str | None:
+        for extension in self.agent.extensions:
+            reason = await _maybe_await(extension.on_complete(message, self.conversation.messages))
+            if isinstance(reason, str) and reason:
+                return reason
+        return None
+
+    async def _recover(self, call: _Call, response: ModelResponse) -> tuple[str, Recovery] | None:
+        if not self.agent.extensions or self.conversation.resuming:
+            return None
+        context = RecoveryContext(
+            request=call.request,
+            response=None if call.error is not None else response,
+            error=call.error,
+            stop=response.stop_info,
+            messages=tuple(self.conversation.messages),
+            run_start=self.conversation.first_index,
+            recoveries=tuple(self.recoveries.records),
+            model=call.model,
+            run_id=self.run_id,
+            step=self.step,
+        )
+        return await self.recoveries.ask(self.agent.extensions, context)
+
+    # ------------------------------------------------------------ events and requests
+
+    def event(self, type: AgentEventType, **fields: Any) -> AgentEvent:  # noqa: A002
+        return AgentEvent(type, self.run_id, self.step, **fields)
+
+    def _delta(self, item: StreamEvent) -> AgentEvent:
+        match item:
+            case TextDelta(text=text):
+                return self.event(_E.TEXT_DELTA, text=text)
+            case ReasoningDelta(text=text):
+                return self.event(_E.REASONING_DELTA, text=text)
+            case ToolCallDelta():
+                partial = ToolCall(item.id or "", item.name or "", item.arguments)
+                return self.event(_E.TOOL_CALL_DELTA, text=item.arguments, tool_call=partial)
+
+    async def _request(self) -> ModelRequest:
+        config = self.config
+        messages: list[Message] = []
+        if config.instructions:
+            messages.append(SystemMessage(config.instructions))
+        messages.extend(self.conversation.to_send())
+        max_tokens = self.recoveries.take_max_tokens()
+        request = ModelRequest(
+            model=self.model.name,
+            messages=messages,
+            tools=[tool.spec for tool in self.agent.tools.values()],
+            max_tokens=config.max_tokens if max_tokens is None else max_tokens,
+            temperature=config.temperature,
+            tool_choice=self._tool_choice(),
+            extra_body=dict(config.model_options),
+        )
+        for extension in self.agent.extensions:
+            changed = await _maybe_await(extension.before_model(request))
+            if isinstance(changed, ModelRequest):
+                request = changed
+        return request
+
+    def _tool_choice(self) -> str | None:
+        if not self.agent.tools or (
+            self.config.reset_tool_choice and self.conversation.tools_ran()
+        ):
+            return None  # reset_tool_choice: once tools ran, the provider's auto
+        return self.config.tool_choice

@@ -402,3 +402,64 @@ async def test_forced_tool_choice_kept_when_reset_is_off() -> None:
     config = AgentRunConfig("t", tool_choice="weather", reset_tool_choice=False, max_turns=2)
     await (await create_agent(model, config, tools=[weather])).run("go")
     assert [r.tool_choice for r in model.requests] == ["weather", "weather"]
+
+
+async def test_max_turns_marker_is_stored_but_never_sent() -> None:
+    model = ScriptedModel(reply("", [call("weather", {"city": "A"})]), reply("after"))
+    agent = await create_agent(model, AgentRunConfig("t", max_turns=1), tools=[weather])
+    first = await agent.run("go")
+    assert first.stop is not None and first.stop.raw == "max_turns"
+    assert first.stop.message == "The run reached its limit of 1 model call."
+    assert agent.messages[-1] == first  # a reopened session shows why the run ended
+    assert await agent.run(None) == agent.messages[-1]  # carry on from the tool result
+    sent = model.requests[1].messages
+    assert all(not (isinstance(m, AssistantMessage) and m.stop) for m in sent)
+    assert isinstance(sent[-1], ToolResultMessage)
+
+
+async def test_context_full_with_tool_calls_runs_complete_ones_and_answers_cut_ones() -> None:
+    full = reply(
+        "", [call("weather", {"city": "Oslo"}, "a"), call("weather", '{"ci', "b")],
+        StopReason.CONTEXT_FULL,
+    )  # fmt: skip
+    model = ScriptedModel(full, reply("ok"))
+    events = await collect(await create_agent(model, tools=[weather]))
+    assert RAN == ["Oslo"]
+    results = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)]
+    assert [r.is_error for r in results] == [False, True] and "cut off" in results[1].content
+    assert types(events).count(E.MODEL_STOPPED) == 1
+
+
+async def test_paused_with_tool_calls_runs_them_and_goes_on() -> None:
+    paused = reply("", [call("weather", {"city": "Lima"})], StopReason.PAUSED)
+    model = ScriptedModel(paused, reply("done"))
+    message = await (await create_agent(model, tools=[weather])).run("go")
+    assert RAN == ["Lima"] and message.text == "done"
+    assert isinstance(model.requests[1].messages[-1], ToolResultMessage)
+
+
+async def test_cancel_while_tools_run_stores_finished_results_and_says_so() -> None:
+    async def fast() -> str:
+        return "fast done"
+
+    async def slow() -> str:
+        await anyio.sleep(30)
+        return "never"
+
+    model = ScriptedModel(reply("", [call("fast", {}, "f"), call("slow", {}, "s")]))
+    agent = await create_agent(model, tools=[fast, slow])
+    with anyio.move_on_after(0.5) as scope:
+        await agent.run("go")
+    assert scope.cancelled_caught
+    results = [m for m in agent.messages if isinstance(m, ToolResultMessage)]
+    assert [(r.tool_call_id, r.is_error) for r in results] == [("f", False), ("s", True)]
+    assert results[0].content == "fast done"
+    assert "cancelled while this tool call was running" in results[1].content
+
+
+async def test_a_failed_model_call_gets_a_step_record(caplog: pytest.LogCaptureFixture) -> None:
+    agent = await create_agent(ScriptedModel(ProviderHTTPError("down", provider="x", status=500)))
+    with caplog.at_level(logging.INFO, logger="zett_agent.steps"), pytest.raises(ProviderHTTPError):
+        await agent.run("go")
+    records = [r.zett_step for r in caplog.records if hasattr(r, "zett_step")]  # type: ignore[attr-defined]
+    assert len(records) == 1 and records[0]["finish_reason"] == "interrupted"

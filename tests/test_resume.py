@@ -44,7 +44,12 @@ from zett_agent.protocols.base import (
     TextDelta,
     ToolCallDelta,
 )
-from zett_agent.resume import CANCELLED_MESSAGE, CONTINUE_PROMPT, continues_by_prefill
+from zett_agent.resume import (
+    CANCELLED_MESSAGE,
+    CONTINUE_PROMPT,
+    continues_by_prefill,
+    plan_resume,
+)
 from zett_agent.testing import ReplayServer, Reply, ScriptedModel, reply
 
 pytestmark = pytest.mark.timeout(60)
@@ -303,13 +308,18 @@ async def test_timeout_on_agent_run_stores_into_agent_messages() -> None:
     assert stored == agent.messages
 
 
-async def test_cancel_before_any_output_stores_nothing_more() -> None:
+async def test_cancel_before_any_output_records_the_cancelled_stop() -> None:
     model = HangingModel(TextDelta(""))  # nothing received yet
     model.pieces = ()
     client = AgentClient(await create_agent(model), session_id="s")
     with anyio.move_on_after(0.2):
         await client.run("go")
-    assert await client.messages() == [UserMessage("go")]  # resume runs it again
+    stored = await client.messages()
+    assert stored[0] == UserMessage("go")
+    assert_cancelled(stored[-1], "")  # the session says the run was cancelled
+    assert len(stored) == 2
+    plan = plan_resume(stored, model)  # an empty cut-off answer is asked again
+    assert plan.replaces == 1 and plan.prefill is None
 
 
 async def test_cancelled_continuation_is_joined_and_still_resumable() -> None:

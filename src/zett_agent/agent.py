@@ -9,18 +9,25 @@ label says, except under REFUSAL and INTERRUPTED):
 REFUSAL,       withhold tool calls (never started; names in
 INTERRUPTED    ``stop.detail["withheld_tool_calls"]``), end, report
 PAUSED         continue, up to ``Agent.max_pause_continuations``; then report
-CONTEXT_FULL   end, report
-MAX_OUTPUT     report; tool calls with cut-off arguments get an error result
-               and the model gets its turn again; no tool calls: end
+               (tool calls in the content run first)
+MAX_OUTPUT,    report; complete tool calls run, calls with cut-off arguments
+CONTEXT_FULL   get an error result, and the model gets its turn again;
+               no tool calls: end
 OTHER          report, and carry on (run tools, or complete)
 END_TURN,      run tools if any, else complete (a stop hook may veto)
 TOOL_USE
 =============  ==========================================================
 
 Cancelled (a cancel scope, task cancellation, or the consumer closing
-``agent.stream``) while a model call streams: the output received so far is
-stored as an answer with stop INTERRUPTED, ``detail["cancelled"] = True`` (its
-tool calls withheld), in a shielded write; then the cancellation propagates.
+``agent.stream``) while a model call streams: the output received so far (maybe
+none) is stored as an answer with stop INTERRUPTED, ``detail["cancelled"] =
+True`` (its tool calls withheld), in a shielded write; while tools run: the
+results that finished are stored, and each unfinished call gets an error result
+saying the run was cancelled during it. Then the cancellation propagates.
+
+``max_turns`` used up: the run's final message is an empty answer whose stop is
+OTHER with ``raw == "max_turns"``; it is stored (so a session shows why the run
+ended) and never sent to a model.
 
 :meth:`Agent.resume` continues a conversation whose last answer stopped as
 INTERRUPTED or MAX_OUTPUT (see :func:`plan_resume`); REFUSAL and CONTEXT_FULL

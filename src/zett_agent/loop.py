@@ -41,6 +41,7 @@ from zett_agent.messages import (
     Message,
     SystemMessage,
     ToolCall,
+    ToolResultMessage,
     Usage,
     UserMessage,
 )
@@ -147,7 +148,8 @@ class _Run:
                 await self.conversation.add(UserMessage(prompt))
             while True:
                 if self.step >= self.config.max_turns:  # retries count
-                    final = self._max_turns(final)
+                    final = self._max_turns()
+                    await self.conversation.add(final)
                     yield self.event(_E.MAX_TURNS_REACHED, stop=final.stop, message=final)
                     break
                 self.step += 1
@@ -161,6 +163,7 @@ class _Run:
                     continue
                 response, step, recovery = await self._settle(call)
                 if call.error is not None and recovery is None:
+                    self._log_step(call, response)  # a failed call is a step too
                     yield self.event(_E.RUN_FAILED, error=call.error)
                     raise call.error
                 answer = await self._store_answer(call, response)
@@ -238,7 +241,7 @@ class _Run:
                 call.error = exc
         except BaseException as exc:
             self.telemetry.end_chat(call.span, None, error=exc)
-            if received and is_cancellation(exc):
+            if is_cancellation(exc):
                 with anyio.CancelScope(shield=True):
                     await self.conversation.add_answer(
                         received.cancelled(call.model), self.agent.model
@@ -276,6 +279,10 @@ class _Run:
         message = response.to_message(call.model.provider)
         answer = await self.conversation.add_answer(message, self.agent.model)
         self.usage = self.usage + answer.usage
+        self._log_step(call, response)
+        return answer
+
+    def _log_step(self, call: _Call, response: ModelResponse) -> None:
         log_step(
             run_id=self.run_id,
             agent=self.config.name,
@@ -285,13 +292,25 @@ class _Run:
             response=response,
             elapsed_ms=(time.perf_counter() - call.started) * 1000,
         )
-        return answer
 
     async def _run_tools(self, answer: AssistantMessage) -> AsyncIterator[AgentEvent]:
-        for call in answer.tool_calls:
+        """Run the answer's tool calls; store and report the results in the calls'
+        order. Cancelled while tools run: the results that finished are stored, and
+        each unfinished call gets a result saying the run was cancelled during it."""
+        calls = answer.tool_calls
+        for call in calls:
             yield self.event(_E.TOOL_CALL_STARTED, tool_call=call)
-        results = await self.tools.run(answer, self.span)
-        for call, result in zip(answer.tool_calls, results, strict=True):
+        results: list[ToolResultMessage | None] = [None] * len(calls)
+        try:
+            await self.tools.run(answer, self.span, results)
+        except BaseException as exc:
+            if is_cancellation(exc):
+                with anyio.CancelScope(shield=True):
+                    for call, result in zip(calls, results, strict=True):
+                        await self.conversation.add(result or _cancelled_during(call))
+            raise
+        for call, result in zip(calls, results, strict=True):
+            assert result is not None
             await self.conversation.add(result)
             yield self.event(_E.TOOL_CALL_COMPLETED, tool_call=call, tool_result=result)
 
@@ -303,13 +322,14 @@ class _Run:
             case StopReason.REFUSAL | StopReason.INTERRUPTED:
                 return self._withhold(response), Step.END
             case StopReason.PAUSED:
+                if has_calls:  # the content decides: the calls run, then the turn goes on
+                    return response, Step.RUN_TOOLS
                 if self.pauses < self.agent.max_pause_continuations:
                     self.pauses += 1
                     return response, Step.CONTINUE
                 return response, Step.END
-            case StopReason.CONTEXT_FULL:
-                return response, Step.END
-            case StopReason.MAX_OUTPUT:
+            case StopReason.MAX_OUTPUT | StopReason.CONTEXT_FULL:
+                # cut off: complete calls run, cut ones get an error result (ToolRunner)
                 return response, Step.RUN_TOOLS if has_calls else Step.END
             case StopReason.END_TURN | StopReason.TOOL_USE | StopReason.OTHER:
                 return response, Step.RUN_TOOLS if has_calls else Step.COMPLETE
@@ -325,16 +345,20 @@ class _Run:
             provider_record=self.model.without_tool_calls(response.provider_record),
         )
 
-    def _max_turns(self, final: AssistantMessage | None) -> AssistantMessage:
+    def _max_turns(self) -> AssistantMessage:
+        """The run's last message when ``max_turns`` is used up: an empty answer
+        whose stop says so. It is stored (a session shows why the run ended, as
+        Claude Code appends ``[max_turns_reached]``) but never sent to a model."""
         limit = self.config.max_turns
+        calls = "model call" if limit == 1 else "model calls"
         stop = StopInfo(
             StopReason.OTHER,
             raw=MAX_TURNS_RAW,
             category=MAX_TURNS_RAW,
-            message=f"The run reached its limit of {limit} model calls.",
-            detail={"max_turns": limit},
+            message=f"The run reached its limit of {limit} {calls}.",
+            detail={"max_turns": limit, "marker": True},
         )
-        return (final or AssistantMessage()).replace(stop=stop)
+        return AssistantMessage(stop=stop, model=self.model.name, provider=self.model.provider)
 
     async def _stop_hook_veto(self, message: AssistantMessage) -> str | None:
         for extension in self.agent.extensions:
@@ -403,3 +427,13 @@ class _Run:
         ):
             return None  # reset_tool_choice: once tools ran, the provider's auto
         return self.config.tool_choice
+
+
+TOOL_CANCELLED = (
+    "The run was cancelled while this tool call was running; it may or may not have taken effect."
+)
+
+
+def _cancelled_during(call: ToolCall) -> ToolResultMessage:
+    return ToolResultMessage(call.id, call.name, TOOL_CANCELLED, is_error=True)
+

@@ -29,7 +29,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from zett_agent.events import _maybe_await
 from zett_agent.messages import AssistantMessage, ToolCall, ToolResultMessage
 from zett_agent.protocols.base import ToolSpec
-from zett_agent.stop import StopReason
 
 if TYPE_CHECKING:
     from zett_agent.extensions import Extension
@@ -124,11 +123,18 @@ class ToolRunner:
     telemetry: Telemetry
     parallel: bool = True
 
-    async def run(self, answer: AssistantMessage, span: Any) -> list[ToolResultMessage]:
-        """The results of ``answer.tool_calls``, in their order (``span``: the run's)."""
+    async def run(
+        self, answer: AssistantMessage, span: Any, results: list[ToolResultMessage | None]
+    ) -> None:
+        """Fill ``results`` (one slot per call of ``answer.tool_calls``, in order) as
+        each call finishes (``span``: the run's). When the run is cancelled, the
+        slots of the calls that finished are filled and the others stay None.
+
+        Hooks of extensions (``before_tool``/``after_tool``) are host code: an
+        exception they raise propagates. The tool function's own exceptions and
+        invalid arguments are answered as error results."""
         calls = answer.tool_calls
-        cut_off = answer.stop is not None and answer.stop.reason is StopReason.MAX_OUTPUT
-        results: list[ToolResultMessage | None] = [None] * len(calls)
+        cut_off = answer.stop is not None and answer.stop.truncated
 
         async def run_one(index: int, call: ToolCall) -> None:
             results[index] = await self._call(call, cut_off, span)
@@ -140,9 +146,6 @@ class ToolRunner:
         else:
             for index, call in enumerate(calls):
                 await run_one(index, call)
-        done = [result for result in results if result is not None]
-        assert len(done) == len(calls)
-        return done
 
     async def _call(self, call: ToolCall, cut_off: bool, parent: Any) -> ToolResultMessage:
         if cut_off and not _is_json_object(call.arguments):

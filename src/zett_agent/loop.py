@@ -436,4 +436,3 @@ TOOL_CANCELLED = (
 
 def _cancelled_during(call: ToolCall) -> ToolResultMessage:
     return ToolResultMessage(call.id, call.name, TOOL_CANCELLED, is_error=True)
-

@@ -394,3 +394,55 @@ def test_run_reads_the_prompt_from_stdin() -> None:
         {"role": "user", "content": "Say hello"},
     ]
     assert "tools" not in sent
+
+
+# ---------------------------------------------------------------- inspect: issue-3 protocols
+
+
+@pytest.mark.parametrize(
+    ("args", "reason", "raw", "tools"),
+    [
+        (["--provider", "google", "gemini__finish_safety_empty_content.json"],
+         "refusal", "SAFETY", []),
+        (["--provider", "google", "gemini__stream_functionCall_and_STOP_same_chunk.sse"],
+         "tool_use", "STOP", ["get_capital"]),
+        (["--provider", "vertex", "vertex__promptFeedback_blockReason_model_armor.json"],
+         "refusal", "MODEL_ARMOR", []),
+        (["--provider", "vertex", "vertex__finish_model_armor_finishMessage.json"],
+         "other", "MODEL_ARMOR", []),
+        (["--provider", "openai-responses",
+          "openai_responses__stream_function_call_args_delta.sse"],
+         "tool_use", "completed", ["calculator"]),
+        (["--provider", "ollama", "ollama__chat_done_reason_load.json"], "other", "load", []),
+        (["--provider", "opencode-zen", "--protocol", "messages",
+          "anthropic__refusal_stop_details.json"], "refusal", "refusal", []),
+        (["--provider", "opencode-zen", "--protocol", "gemini", "gemini__finish_max_tokens.json"],
+         "max_output", "MAX_TOKENS", []),
+    ],
+)  # fmt: skip
+def test_inspect_the_other_protocols(
+    args: list[str], reason: str, raw: str, tools: list[str]
+) -> None:
+    *options, name = args
+    code, record = inspect_json(*options, str(RECORDINGS / name))
+    assert code == 0
+    assert (record["reason"], record["raw"]) == (reason, raw)
+    assert [c["name"] for c in record["tool_calls"]] == tools
+
+
+def test_inspect_ollama_ndjson_stream(tmp_path: Path) -> None:
+    body = tmp_path / "chat.ndjson"
+    body.write_text(
+        '{"model":"m","message":{"role":"assistant","content":"Hi"},"done":false}\n'
+        '{"model":"m","message":{"role":"assistant","content":" there"},"done":true,'
+        '"done_reason":"length"}\n'
+    )
+    code, record = inspect_json("--provider", "ollama", str(body))
+    assert code == 0
+    assert (record["reason"], record["raw"], record["text"]) == ("max_output", "length", "Hi there")
+
+
+def test_inspect_responses_error_stream_without_output_is_an_error() -> None:
+    path = RECORDINGS / "openai_responses__stream_error_then_response_failed.sse"
+    result = runner.invoke(app, ["inspect", "--provider", "openai-responses", str(path)])
+    assert result.exit_code == 1

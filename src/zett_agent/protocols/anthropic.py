@@ -21,7 +21,6 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from zett_agent.errors import ProviderError, ProviderHTTPError, StreamError
 from zett_agent.messages import (
     AssistantMessage,
     SystemMessage,
@@ -31,19 +30,23 @@ from zett_agent.messages import (
 from zett_agent.messages import Usage as TokenUsage
 from zett_agent.protocols.base import (
     Decoder,
+    ErrorFields,
+    ErrorShape,
     HTTPRequest,
     ModelRequest,
     ModelResponse,
     Pieces,
     StreamEvent,
     WireProtocol,
+    as_dict,
+    as_int,
     as_text,
     load_json,
-    retry_after_seconds,
+    parse_json,
     stop,
 )
 from zett_agent.stop import StopInfo, StopReason
-from zett_agent.vendors import Vendor, match_http_refusal
+from zett_agent.vendors import Vendor
 
 __all__ = ["STOP_REASONS", "AnthropicDecoder", "AnthropicMessages"]
 
@@ -119,18 +122,12 @@ class AnthropicMessages(WireProtocol):
         if system:
             body["system"] = "\n\n".join(system)
         if request.tools:
-            body["tools"] = [
-                {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
-                for t in request.tools
-            ]
+            body["tools"] = [t.declaration("input_schema") for t in request.tools]
         if request.tool_choice:
             body["tool_choice"] = dict(
                 _TOOL_CHOICE.get(request.tool_choice, {"type": "tool", "name": request.tool_choice})
             )
-        if request.stop_sequences:
-            body["stop_sequences"] = list(request.stop_sequences)
-        if request.temperature is not None:
-            body["temperature"] = request.temperature
+        body.update(request.sampling(max_tokens=None, stop="stop_sequences"))  # max_tokens: above
         body["stream"] = request.stream
         body.update(request.extra_body)
         return HTTPRequest(
@@ -201,33 +198,40 @@ class AnthropicDecoder(Decoder):
     escapes: malformed events are counted in ``detail["malformed_events"]``.
     """
 
+    error_shape = ErrorShape(code=())  # no code field; see error_fields
+
     def __init__(self, vendor: Vendor) -> None:
         super().__init__(vendor)
         self._blocks: dict[int, dict[str, Any]] = {}
         self._json: dict[int, list[str]] = {}
         self._strings: dict[tuple[int, str], Pieces] = {}  # streamed block fields
+        self._text_run: tuple[int, Pieces] | None = None  # the last text delta's block
         self._usage: dict[str, Any] = {}
         self._stop_reason: str | None = None
         self._stop_sequence: str | None = None
         self._stop_details: Any = None
         self._message_stop = False
         self._error: dict[str, Any] | None = None
-        self._malformed = 0
 
     # ------------------------------------------------------------ streaming
     def feed_sse(self, event: str, data: str) -> list[StreamEvent]:
         if self._error is not None:
             return []
         try:
-            payload: Any = json.loads(data)
-        except ValueError:
+            payload: Any = parse_json(data)
+        except (ValueError, RecursionError):
             payload = None
-        if event == "error" or (isinstance(payload, dict) and payload.get("type") == "error"):
-            return self._on_error(payload if isinstance(payload, dict) else {}, data)
-        if not isinstance(payload, dict):
-            self._malformed += 1
+        if type(payload) is not dict:
+            if event == "error":
+                return self._on_error({}, data)
+            self.malformed += 1
             return []
-        return self._handle(payload.get("type") or event, payload)
+        kind = payload.get("type")
+        if kind == "content_block_delta" and event != "error":
+            return self._on_delta(payload)  # the hot path
+        if kind == "error" or event == "error":
+            return self._on_error(payload, data)
+        return self._handle(kind or event, payload)
 
     def _handle(self, kind: Any, data: dict[str, Any]) -> list[StreamEvent]:
         if kind == "message_start":
@@ -243,6 +247,7 @@ class AnthropicDecoder(Decoder):
             self._blocks[index] = dict(block)
             for field in ("text", "thinking", "signature"):
                 self._strings.pop((index, field), None)
+            self._text_run = None
             if block.get("type") == "tool_use":
                 return self.builder.tool_call(
                     index, id=as_text(block.get("id")), name=as_text(block.get("name"))
@@ -272,9 +277,14 @@ class AnthropicDecoder(Decoder):
             return self._bad()
         kind = delta.get("type")
         if kind == "text_delta" and isinstance(delta.get("text"), str):
-            block = self._block(index, "text")
-            self._append(index, block, "text", delta["text"])
-            return self.builder.text(delta["text"])
+            text = delta["text"]
+            run = self._text_run
+            if run is not None and run[0] == index:
+                run[1].append(text)
+            else:
+                block = self._block(index, "text")
+                self._text_run = (index, self._append(index, block, "text", text))
+            return self.builder.text(text)
         if kind == "thinking_delta" and isinstance(delta.get("thinking"), str):
             block = self._block(index, "thinking")
             self._append(index, block, "thinking", delta["thinking"])
@@ -313,24 +323,21 @@ class AnthropicDecoder(Decoder):
         error_type = as_text(error.get("type"))
         message = as_text(error.get("message")) or data[:200] or "error event in the stream"
         if not self.builder.has_output:
-            raise StreamError(
-                message,
-                provider=self.vendor.name,
-                status=200,
-                error_type=error_type,
-                body=payload or data,
+            raise self.provider_error(
+                message, streamed=True, error_type=error_type, body=payload or data
             )
         self._error = {"type": error_type, "message": message}
         return []
 
-    def _append(self, index: int, block: dict[str, Any], key: str, piece: str) -> None:
+    def _append(self, index: int, block: dict[str, Any], key: str, piece: str) -> Pieces:
         """Add ``piece`` to the block's ``key`` text (joined in :meth:`_record`;
-        adding to the string itself would copy it once per delta)."""
+        adding to the string itself would copy it once per delta); returns the pieces."""
         pieces = self._strings.get((index, key))
         if pieces is None:
             pieces = self._strings[index, key] = Pieces()
             pieces.append(_str(block.get(key)))
         pieces.append(piece)
+        return pieces
 
     def _block(self, index: int, kind: str) -> dict[str, Any]:
         block = self._blocks.get(index)
@@ -341,7 +348,7 @@ class AnthropicDecoder(Decoder):
         return block
 
     def _bad(self) -> list[StreamEvent]:
-        self._malformed += 1
+        self.malformed += 1
         return []
 
     def _add_usage(self, usage: Any) -> None:
@@ -349,15 +356,15 @@ class AnthropicDecoder(Decoder):
             return
         self._usage.update({k: v for k, v in usage.items() if v is not None})
         u = self._usage
-        tokens = [_int(u.get(k)) for k in ("input_tokens", "cache_read_input_tokens")]
-        creation = _int(u.get("cache_creation_input_tokens"))
+        tokens = [as_int(u.get(k)) for k in ("input_tokens", "cache_read_input_tokens")]
+        creation = as_int(u.get("cache_creation_input_tokens"))
         details = u.get("output_tokens_details")
-        thinking = _int(details.get("thinking_tokens")) if isinstance(details, dict) else None
+        thinking = as_int(details.get("thinking_tokens")) if isinstance(details, dict) else None
         parts = [t for t in (*tokens, creation) if t is not None]
         self.builder.set_usage(
             TokenUsage(
                 input_tokens=sum(parts) if parts else None,
-                output_tokens=_int(u.get("output_tokens")),
+                output_tokens=as_int(u.get("output_tokens")),
                 cached_input_tokens=tokens[1],
                 reasoning_tokens=thinking,
             )
@@ -368,24 +375,23 @@ class AnthropicDecoder(Decoder):
         """The response so far. Without a ``stop_reason`` or ``message_stop`` it is
         INTERRUPTED with ``detail["incomplete_stream"]``; after an error event it is
         INTERRUPTED with the error type as ``raw``."""
-        extra: dict[str, Any] = {"malformed_events": self._malformed} if self._malformed else {}
         if self._error is not None:
             info = stop(
                 StopReason.INTERRUPTED,
                 self._error["type"],
                 category=self._error["type"],
                 message=self._error["message"],
-                detail={"error": dict(self._error), **extra},
+                detail={"error": dict(self._error)},
             )
         elif self._stop_reason is not None:
-            info = self._map_stop(self._stop_reason, extra)
+            info = self._map_stop(self._stop_reason)
         elif self._message_stop:
-            info = stop(StopReason.OTHER, detail={"missing_stop_reason": True, **extra})
+            info = stop(StopReason.OTHER, detail={"missing_stop_reason": True})
         else:
-            info = stop(StopReason.INTERRUPTED, detail={"incomplete_stream": True, **extra})
-        return self.builder.build(info, self._record())
+            info = stop(StopReason.INTERRUPTED, detail={"incomplete_stream": True})
+        return self.build(info, self._record())
 
-    def _map_stop(self, raw: str, extra: dict[str, Any]) -> StopInfo:
+    def _map_stop(self, raw: str) -> StopInfo:
         table = {**STOP_REASONS, **self.vendor.finish_reasons}
         reason = table.get(raw, StopReason.OTHER)
         has_calls = bool(self.builder.tool_calls())
@@ -403,7 +409,7 @@ class AnthropicDecoder(Decoder):
             category=as_text(details.get("category")) or (raw if reason in _KINDED else None),
             message=as_text(details.get("explanation")),
             recommended_model=as_text(details.get("recommended_model")),
-            detail={**detail, **extra},
+            detail=detail,
         )
 
     def _record(self) -> dict[str, Any]:
@@ -435,12 +441,10 @@ class AnthropicDecoder(Decoder):
         if not isinstance(data, dict):
             data = {"content": data}
         if data.get("type") == "error":
-            failure: Any = data.get("error")
-            failure = failure if isinstance(failure, dict) else {}
-            raise ProviderError(
+            failure = as_dict(data.get("error"))
+            raise self.provider_error(
                 as_text(failure.get("message")) or "error body",
-                provider=self.vendor.name,
-                status=200,
+                streamed=False,
                 error_type=as_text(failure.get("type")),
                 body=data,
             )
@@ -448,7 +452,7 @@ class AnthropicDecoder(Decoder):
         content = data.get("content")
         blocks = content if isinstance(content, list) else []
         if not isinstance(content, list) and content is not None:
-            self._malformed += 1
+            self.malformed += 1
         for index, block in enumerate(blocks):
             for kind, event in _block_events(index, block):
                 self._handle(kind, event)
@@ -462,32 +466,12 @@ class AnthropicDecoder(Decoder):
             )
         return response
 
-    def decode_error(self, status: int, headers: Mapping[str, str], body: bytes) -> ModelResponse:
-        """A refusal configured for the vendor becomes a REFUSAL response; anything
-        else raises :class:`ProviderHTTPError` (``code="prompt_too_long"`` for a
-        400 "prompt is too long", the input-side context overflow)."""
-        try:
-            data: Any = json.loads(body)
-        except ValueError:
-            data = body.decode("utf-8", "replace")
-        refusal = match_http_refusal(self.vendor, status, data)
-        if refusal is not None:
-            return self.builder.build(refusal)
-        error = data.get("error") if isinstance(data, dict) else None
-        error = error if isinstance(error, dict) else {}
-        message = as_text(error.get("message")) or (
-            data[:200] if isinstance(data, str) and data.strip() else f"HTTP {status}"
-        )
-        code = "prompt_too_long" if message.lower().startswith("prompt is too long") else None
-        raise ProviderHTTPError(
-            message,
-            provider=self.vendor.name,
-            status=status,
-            error_type=as_text(error.get("type")),
-            code=code,
-            retry_after=retry_after_seconds(headers),
-            body=data,
-        )
+    def error_fields(self, data: Any) -> ErrorFields:
+        """``code="prompt_too_long"`` for a 400 "prompt is too long" (the input-side
+        context overflow): Anthropic's errors carry a type, not a code."""
+        fields = super().error_fields(data)
+        too_long = (fields.message or "").lower().startswith("prompt is too long")
+        return fields._replace(code="prompt_too_long") if too_long else fields
 
 
 def _block_events(index: int, block: Any) -> list[tuple[str, dict[str, Any]]]:
@@ -535,7 +519,3 @@ def _with_record(response: ModelResponse, record: Mapping[str, Any]) -> ModelRes
 
 def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -34,7 +34,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from zett_agent.errors import ProviderError, ProviderHTTPError, StreamError
 from zett_agent.messages import (
     AssistantMessage,
     SystemMessage,
@@ -44,19 +43,25 @@ from zett_agent.messages import (
 )
 from zett_agent.protocols.base import (
     Decoder,
+    ErrorFields,
+    ErrorShape,
     HTTPRequest,
     ModelRequest,
     ModelResponse,
     Pieces,
     StreamEvent,
     WireProtocol,
+    as_code,
+    as_dict,
+    as_int,
+    as_list,
     as_text,
     load_json,
-    retry_after_seconds,
+    parse_json,
     stop,
 )
 from zett_agent.stop import StopInfo, StopReason
-from zett_agent.vendors import Vendor, match_http_refusal
+from zett_agent.vendors import Vendor
 
 __all__ = ["Gemini"]
 
@@ -79,18 +84,13 @@ _FINISH: dict[str, StopReason] = {
 _CHOICE = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
 _PATH_TOKEN = re.compile(r"\.([^.\[\]]+)|\[(\d{1,6})\]|\['([^']*)'\]|\[\"([^\"]*)\"\]")
 _MAX_INDEX = 10_000
-
-
-def _d(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _l(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+_COUNTS = (
+    "promptTokenCount",
+    "candidatesTokenCount",
+    "thoughtsTokenCount",
+    "cachedContentTokenCount",
+)
+"""The ``usageMetadata`` counts read: input, output (candidates + thoughts), reasoning, cached."""
 
 
 class Gemini(WireProtocol):
@@ -105,31 +105,14 @@ class Gemini(WireProtocol):
         if system:
             body["systemInstruction"] = {"parts": [{"text": "\n\n".join(system)}]}
         if request.tools:
-            body["tools"] = [
-                {
-                    "functionDeclarations": [
-                        {
-                            "name": t.name,
-                            "description": t.description,
-                            "parameters": dict(t.parameters),
-                        }
-                        for t in request.tools
-                    ]
-                }
-            ]
+            body["tools"] = [{"functionDeclarations": [t.declaration() for t in request.tools]}]
         if request.tool_choice:
             mode = _CHOICE.get(request.tool_choice)
             config: dict[str, Any] = {"mode": mode or "ANY"}
             if mode is None:
                 config["allowedFunctionNames"] = [request.tool_choice]
             body["toolConfig"] = {"functionCallingConfig": config}
-        generation: dict[str, Any] = {}
-        if request.max_tokens is not None:
-            generation["maxOutputTokens"] = request.max_tokens
-        if request.temperature is not None:
-            generation["temperature"] = request.temperature
-        if request.stop_sequences:
-            generation["stopSequences"] = list(request.stop_sequences)
+        generation = request.sampling(max_tokens="maxOutputTokens", stop="stopSequences")
         if generation:
             body["generationConfig"] = generation
         body.update(request.extra_body)
@@ -143,9 +126,9 @@ class Gemini(WireProtocol):
         return GeminiDecoder(vendor)
 
     def without_tool_calls(self, record: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-        content = _d(_d(record).get("content"))
-        parts = [p for p in _l(content.get("parts")) if "functionCall" not in _d(p)]
-        return {**_d(record), "content": {**content, "parts": parts}} if parts else None
+        content = as_dict(as_dict(record).get("content"))
+        parts = [p for p in as_list(content.get("parts")) if "functionCall" not in as_dict(p)]
+        return {**as_dict(record), "content": {**content, "parts": parts}} if parts else None
 
 
 def _contents(request: ModelRequest) -> list[dict[str, Any]]:
@@ -155,11 +138,11 @@ def _contents(request: ModelRequest) -> list[dict[str, Any]]:
         if isinstance(message, UserMessage):
             contents.append({"role": "user", "parts": [{"text": message.content}]})
         elif isinstance(message, AssistantMessage):
-            record = _d(message.provider_record)
-            content = _d(record.get("content"))
-            if record.get("protocol") == "gemini" and _l(content.get("parts")):
-                for part in map(_d, content["parts"]):
-                    if isinstance(_d(part.get("functionCall")).get("id"), str):
+            record = as_dict(message.provider_record)
+            content = as_dict(record.get("content"))
+            if record.get("protocol") == "gemini" and as_list(content.get("parts")):
+                for part in map(as_dict, content["parts"]):
+                    if isinstance(as_dict(part.get("functionCall")).get("id"), str):
                         call_ids.add(part["functionCall"]["id"])
                 contents.append({**content, "role": "model"})
                 continue
@@ -203,95 +186,119 @@ class _Call:
 class GeminiDecoder(Decoder):
     """Sans-IO decoder of one Gemini answer (``alt=sse`` chunks or a whole body)."""
 
+    error_shape = ErrorShape(type=("error.status", "error.type"))  # status: "RESOURCE_EXHAUSTED"
+
     def __init__(self, vendor: Vendor) -> None:
         super().__init__(vendor)
-        self.malformed = 0
         self.candidate: dict[str, Any] | None = None  # the finishing candidate
         self.block: dict[str, Any] | None = None
         self.error: dict[str, Any] | None = None
         self.saw_candidate = False
         self.parts: list[dict[str, Any]] = []  # the provider record, merged
         self._merged: dict[int, tuple[dict[str, Any], Pieces]] = {}  # text parts' pieces
+        self._tail: tuple[dict[str, Any], Pieces, bool] | None = None  # the last merged part
+        self._usage_meta: dict[str, Any] | None = None  # the last usageMetadata with counts
         self._open: _Call | None = None
         self._calls = 0
         self._done = False
 
     # ---------------------------------------------------------------- feeding
+    # The hot path: one chunk per event, most of them one text part. JSON from
+    # json.loads holds only dict and list containers: ``type(x) is dict`` suffices.
     def feed_sse(self, event: str, data: str) -> list[StreamEvent]:
-        if self._done or event == "ping" or data.strip() in ("", "[DONE]"):
+        if self._done or event == "ping":
             return []
         try:
-            obj = json.loads(data)
+            obj = parse_json(data)
         except (ValueError, RecursionError):
-            self.malformed += 1
+            if data.strip() not in ("", "[DONE]"):
+                self.malformed += 1
             return []
+        if type(obj) is not list:
+            return self._chunk(obj, streamed=True)
         events: list[StreamEvent] = []
-        for chunk in obj if isinstance(obj, list) else [obj]:
+        for chunk in obj:
             events += self._chunk(chunk, streamed=True)
         return events
 
     def _chunk(self, obj: Any, *, streamed: bool) -> list[StreamEvent]:
         if self._done:
             return []
-        if not isinstance(obj, dict):
+        if type(obj) is not dict:
             self.malformed += 1
             return []
         if "error" in obj and not obj.get("candidates"):
-            error = _d(obj["error"]) or {"message": str(obj["error"])}
+            error = as_dict(obj["error"]) or {"message": str(obj["error"])}
             if not self.builder.has_output:
-                cls = StreamError if streamed else ProviderError
-                raise cls(
+                raise self.provider_error(
                     str(error.get("message") or "error"),
-                    provider=self.vendor.name,
-                    status=200,
+                    streamed=streamed,
                     error_type=as_text(error.get("status")),
-                    code=_code(error.get("code")),
+                    code=as_code(error.get("code")),
                     body=error,
                 )
             self.error, self._done = error, True
             return []
-        self._usage(_d(obj.get("usageMetadata")))
-        if isinstance(obj.get("modelVersion"), str):
-            self.builder.model = obj["modelVersion"]
-        feedback = _d(obj.get("promptFeedback"))
-        if feedback.get("blockReason") is not None:
+        meta = obj.get("usageMetadata")  # on every chunk; the last one with counts wins
+        if (
+            meta
+            and type(meta) is dict
+            and (
+                type(meta.get("promptTokenCount")) is int
+                or any(type(meta.get(key)) is int for key in _COUNTS)
+            )
+        ):  # not Vertex's {"trafficType": ...} alone
+            self._usage_meta = meta  # made a Usage once, in _build
+        version = obj.get("modelVersion")
+        if type(version) is str:
+            self.builder.model = version
+        feedback = obj.get("promptFeedback")
+        if feedback and type(feedback) is dict and feedback.get("blockReason") is not None:
             self.block = feedback
-        candidate = next(
-            (c for c in map(_d, _l(obj.get("candidates"))) if c.get("index") in (None, 0)), None
-        )
-        if candidate is None:
+        candidates = obj.get("candidates")
+        if type(candidates) is not list or not candidates:
             return []
+        candidate = candidates[0]
+        if type(candidate) is not dict or candidate.get("index") not in (None, 0):
+            candidate = next(
+                (c for c in map(as_dict, candidates) if c.get("index") in (None, 0)), None
+            )
+            if candidate is None:
+                return []
         self.saw_candidate = True
-        events: list[StreamEvent] = []
-        for part in _l(_d(candidate.get("content")).get("parts")):
-            events += self._part(part)
+        content = candidate.get("content")
+        parts = content.get("parts") if type(content) is dict else None
+        if type(parts) is not list:
+            events: list[StreamEvent] = []
+        elif len(parts) == 1:
+            events = self._part(parts[0])
+        else:
+            events = []
+            for part in parts:
+                events += self._part(part)
         if candidate.get("finishReason") not in (None, ""):
             events += self._close()
             self.candidate, self._done = candidate, True
         return events
 
-    def _usage(self, meta: dict[str, Any]) -> None:
-        prompt, out = _int(meta.get("promptTokenCount")), _int(meta.get("candidatesTokenCount"))
-        thoughts = _int(meta.get("thoughtsTokenCount"))
-        cached = _int(meta.get("cachedContentTokenCount"))
-        if prompt is None and out is None and thoughts is None and cached is None:
-            return  # e.g. Vertex {"trafficType": ...} only
-        total = None if out is None and thoughts is None else (out or 0) + (thoughts or 0)
-        self.builder.set_usage(Usage(prompt, total, cached, thoughts))
-
     def _part(self, part: Any) -> list[StreamEvent]:
-        if not isinstance(part, dict):
+        if type(part) is not dict:
             self.malformed += 1
             return []
-        if isinstance(part.get("functionCall"), dict):
-            return self._function_call(part["functionCall"], part)
         text = part.get("text")
-        if not isinstance(text, str):
+        if type(text) is str and len(part) == 1:  # plain text, the most common part
+            tail = self._tail
+            if tail is not None and not tail[2] and self.parts[-1] is tail[0]:
+                tail[1].append(text)
+                return self.builder.text(text)
+        elif type(part.get("functionCall")) is dict:
+            return self._function_call(part["functionCall"], part)
+        if type(text) is not str:
             self.parts.append(part)  # inlineData, executableCode...: kept for replay
             return []
         thought = part.get("thought") is True
         last = self.parts[-1] if self.parts else None
-        plain = set(part) <= {"text", "thought"}
+        plain = len(part) == 1 or (len(part) == 2 and "thought" in part)  # text[, thought]
         if (
             plain
             and last is not None
@@ -304,12 +311,13 @@ class GeminiDecoder(Decoder):
                 merged = self._merged[id(last)] = (last, Pieces())
                 merged[1].append(last["text"])
             merged[1].append(text)
+            self._tail = (last, merged[1], thought)
         elif text or not plain:
             self.parts.append(dict(part))
         return self.builder.reasoning(text) if thought else self.builder.text(text)
 
     def _function_call(self, call: dict[str, Any], part: dict[str, Any]) -> list[StreamEvent]:
-        partial = _l(call.get("partialArgs"))
+        partial = as_list(call.get("partialArgs"))
         more = call.get("willContinue") is True
         events: list[StreamEvent] = []
         if as_text(call.get("name")) or isinstance(call.get("args"), dict) or self._open is None:
@@ -330,7 +338,7 @@ class GeminiDecoder(Decoder):
         elif not partial and not more:
             return self._close()  # the empty functionCall{} terminator
         for piece in partial:
-            if not self._apply(self._open, _d(piece)):
+            if not self._apply(self._open, as_dict(piece)):
                 self.malformed += 1
         return events if more else events + self._close()
 
@@ -410,37 +418,19 @@ class GeminiDecoder(Decoder):
             self._chunk(chunk, streamed=False)
         return self._end(streamed=False)
 
-    def decode_error(self, status: int, headers: Mapping[str, str], body: bytes) -> ModelResponse:
-        try:
-            data: Any = json.loads(body)
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            data = body.decode("utf-8", "replace")[:2000]
-        if isinstance(data, list) and data:  # some Google front ends wrap the error in a list
-            data = data[0]
-        refusal = match_http_refusal(self.vendor, status, data)
-        if refusal is not None:
-            return ModelResponse(text="", tool_calls=(), stop_info=refusal)
-        error = _d(_d(data).get("error"))
-        message = as_text(error.get("message")) or (
-            data if isinstance(data, str) and data else f"HTTP {status}"
-        )
-        retry_after = retry_after_seconds(headers)
-        if retry_after is None:
-            retry_after = _retry_delay(error)
-        raise ProviderHTTPError(
-            message,
-            provider=self.vendor.name,
-            status=status,
-            error_type=as_text(error.get("status")) or as_text(error.get("type")),
-            code=_code(error.get("code")),
-            retry_after=retry_after,
-            body=data,
-        )
+    def error_body(self, body: bytes) -> Any:
+        data = super().error_body(body)
+        # some Google front ends wrap the error in a list
+        return data[0] if isinstance(data, list) and data else data
+
+    def error_fields(self, data: Any) -> ErrorFields:
+        retry_delay = _retry_delay(as_dict(as_dict(data).get("error")))
+        return super().error_fields(data)._replace(retry_after=retry_delay)
 
     def _end(self, *, streamed: bool) -> ModelResponse:
         self._close()
         if self.error is not None:
-            code = as_text(self.error.get("status")) or _code(self.error.get("code"))
+            code = as_text(self.error.get("status")) or as_code(self.error.get("code"))
             raw = None if code is None else str(code)
             return self._build(
                 stop(
@@ -482,8 +472,10 @@ class GeminiDecoder(Decoder):
         return self._build(stop(reason, raw, category=category, message=message, detail=detail))
 
     def _build(self, info: StopInfo) -> ModelResponse:
-        if self.malformed:
-            info = info.with_detail(malformed_events=self.malformed)
+        if self._usage_meta is not None:
+            prompt, out, thoughts, cached = (as_int(self._usage_meta.get(k)) for k in _COUNTS)
+            total = None if out is None and thoughts is None else (out or 0) + (thoughts or 0)
+            self.builder.set_usage(Usage(prompt, total, cached, thoughts))
         for part, pieces in self._merged.values():
             part["text"] = pieces.join()
         record = (
@@ -491,16 +483,12 @@ class GeminiDecoder(Decoder):
             if self.parts
             else None
         )
-        return self.builder.build(info, record)
-
-
-def _code(value: Any) -> str | int | None:
-    return value if isinstance(value, str | int) and not isinstance(value, bool) else None
+        return self.build(info, record)
 
 
 def _retry_delay(error: dict[str, Any]) -> float | None:
     """Seconds from a ``google.rpc.RetryInfo`` detail (``"retryDelay": "34.4s"``)."""
-    for detail in map(_d, _l(error.get("details"))):
+    for detail in map(as_dict, as_list(error.get("details"))):
         delay = detail.get("retryDelay")
         if isinstance(delay, str) and delay.endswith("s"):
             try:

@@ -21,10 +21,9 @@ Tool-call ``arguments`` are JSON objects on Ollama's wire and JSON text in
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
 
-from zett_agent.errors import DecodeError, ProviderError, ProviderHTTPError, StreamError
+from zett_agent.errors import DecodeError
 from zett_agent.messages import (
     AssistantMessage,
     SystemMessage,
@@ -34,35 +33,26 @@ from zett_agent.messages import (
 )
 from zett_agent.protocols.base import (
     Decoder,
+    ErrorShape,
     HTTPRequest,
     ModelRequest,
     ModelResponse,
     StreamEvent,
     WireProtocol,
+    as_dict,
+    as_int,
+    as_list,
     as_text,
     load_json,
-    retry_after_seconds,
     stop,
 )
-from zett_agent.stop import StopInfo, StopReason
-from zett_agent.vendors import Vendor, match_http_refusal
+from zett_agent.stop import StopReason
+from zett_agent.vendors import Vendor
 
 __all__ = ["OllamaChat"]
 
 _R = StopReason
 _DONE = {"stop": _R.END_TURN, "length": _R.MAX_OUTPUT}
-
-
-def _d(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _l(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 class OllamaChat(WireProtocol):
@@ -96,23 +86,9 @@ class OllamaChat(WireProtocol):
         }
         if request.tools and request.tool_choice != "none":
             body["tools"] = [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": t.name,
-                        "description": t.description,
-                        "parameters": dict(t.parameters),
-                    },
-                }
-                for t in request.tools
+                {"type": "function", "function": t.declaration()} for t in request.tools
             ]
-        options: dict[str, Any] = {}
-        if request.max_tokens is not None:
-            options["num_predict"] = request.max_tokens
-        if request.temperature is not None:
-            options["temperature"] = request.temperature
-        if request.stop_sequences:
-            options["stop"] = list(request.stop_sequences)
+        options = request.sampling(max_tokens="num_predict", stop="stop")
         if options:
             body["options"] = options
         body.update(request.extra_body)
@@ -134,9 +110,10 @@ def _arguments_object(text: str) -> Any:
 class OllamaDecoder(Decoder):
     """Sans-IO decoder of one Ollama chat answer (NDJSON lines or one JSON object)."""
 
+    error_shape = ErrorShape(message=("error", "error.message"))  # {"error": "text"} mostly
+
     def __init__(self, vendor: Vendor) -> None:
         super().__init__(vendor)
-        self.malformed = 0
         self.final: dict[str, Any] | None = None  # the done:true object
         self.error: Any = None
         self._calls = 0
@@ -159,28 +136,26 @@ class OllamaDecoder(Decoder):
         if obj.get("error") is not None:
             self.error = obj["error"]
             if not self.builder.has_output:
-                error = _d(self.error)
-                text = as_text(error.get("message")) or str(self.error)
-                cls = StreamError if streamed else ProviderError
-                raise cls(text, provider=self.vendor.name, status=200, body=obj)
+                text = as_text(as_dict(self.error).get("message")) or str(self.error)
+                raise self.provider_error(text, streamed=streamed, body=obj)
             return []
         if isinstance(obj.get("model"), str):
             self.builder.model = obj["model"]
-        message = _d(obj.get("message"))
+        message = as_dict(obj.get("message"))
         events = self.builder.reasoning(as_text(message.get("thinking")) or "")
         events += self.builder.text(as_text(message.get("content")) or "")
         events += self.builder.text(as_text(obj.get("response")) or "")  # /api/generate form
-        for call in _l(message.get("tool_calls")):
-            events += self._tool_call(_d(call))
+        for call in as_list(message.get("tool_calls")):
+            events += self._tool_call(as_dict(call))
         if obj.get("done") is True:
             self.final = obj
-            prompt, output = _int(obj.get("prompt_eval_count")), _int(obj.get("eval_count"))
+            prompt, output = as_int(obj.get("prompt_eval_count")), as_int(obj.get("eval_count"))
             if prompt is not None or output is not None:
                 self.builder.set_usage(Usage(input_tokens=prompt, output_tokens=output))
         return events
 
     def _tool_call(self, call: dict[str, Any]) -> list[StreamEvent]:
-        function = _d(call.get("function"))
+        function = as_dict(call.get("function"))
         if not function:
             self.malformed += 1
             return []
@@ -197,12 +172,12 @@ class OllamaDecoder(Decoder):
 
     def finish(self) -> ModelResponse:
         if self.error is not None:
-            message = as_text(_d(self.error).get("message")) or str(self.error)
-            return self._build(
+            message = as_text(as_dict(self.error).get("message")) or str(self.error)
+            return self.build(
                 stop(_R.INTERRUPTED, "error", message=message, detail={"error": self.error})
             )
         if self.final is None:
-            return self._build(stop(_R.INTERRUPTED, detail={"incomplete_stream": True}))
+            return self.build(stop(_R.INTERRUPTED, detail={"incomplete_stream": True}))
         raw = self.final.get("done_reason")
         raw = str(raw) if raw is not None and raw != "" else None
         reason = (
@@ -212,7 +187,7 @@ class OllamaDecoder(Decoder):
         )
         if reason is _R.END_TURN and self.builder.tool_calls():
             reason = _R.TOOL_USE
-        return self._build(stop(reason, raw, category=raw if reason is _R.OTHER else None))
+        return self.build(stop(reason, raw, category=raw if reason is _R.OTHER else None))
 
     def decode_body(self, body: bytes) -> ModelResponse:
         try:
@@ -231,33 +206,3 @@ class OllamaDecoder(Decoder):
         if self.final is None and self.error is None and isinstance(data, dict):
             self.final = {**data, "done": True}  # a whole body is complete by definition
         return self.finish()
-
-    def decode_error(self, status: int, headers: Mapping[str, str], body: bytes) -> ModelResponse:
-        try:
-            data: Any = json.loads(body)
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            data = body.decode("utf-8", "replace")[:2000]
-        refusal = match_http_refusal(self.vendor, status, data)
-        if refusal is not None:
-            return ModelResponse(text="", tool_calls=(), stop_info=refusal)
-        error = _d(data).get("error")
-        nested = _d(error)
-        message = (
-            as_text(error)
-            or as_text(nested.get("message"))
-            or (data if isinstance(data, str) and data else f"HTTP {status}")
-        )
-        raise ProviderHTTPError(
-            message,
-            provider=self.vendor.name,
-            status=status,
-            error_type=as_text(nested.get("type")),
-            code=nested.get("code") if isinstance(nested.get("code"), str | int) else None,
-            retry_after=retry_after_seconds(headers),
-            body=data,
-        )
-
-    def _build(self, info: StopInfo) -> ModelResponse:
-        if self.malformed:
-            info = info.with_detail(malformed_events=self.malformed)
-        return self.builder.build(info)

@@ -32,7 +32,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from zett_agent.errors import DecodeError, ProviderError, ProviderHTTPError, StreamError
+from zett_agent.errors import DecodeError
 from zett_agent.messages import (
     Message,
     SystemMessage,
@@ -43,17 +43,20 @@ from zett_agent.messages import (
 )
 from zett_agent.protocols.base import (
     Decoder,
+    ErrorFields,
     HTTPRequest,
     ModelRequest,
     ModelResponse,
     StreamEvent,
     WireProtocol,
+    as_code,
+    as_int,
     as_text,
-    retry_after_seconds,
+    parse_json,
     stop,
 )
 from zett_agent.stop import StopInfo, StopReason
-from zett_agent.vendors import Vendor, dig, match_http_refusal
+from zett_agent.vendors import Vendor, dig
 
 __all__ = ["OpenAIChat", "OpenAIChatDecoder"]
 
@@ -98,15 +101,7 @@ class OpenAIChat(WireProtocol):
             body["stream_options"] = {"include_usage": True}
         if request.tools:
             body["tools"] = [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": t.name,
-                        "description": t.description,
-                        "parameters": dict(t.parameters),
-                    },
-                }
-                for t in request.tools
+                {"type": "function", "function": t.declaration()} for t in request.tools
             ]
         if request.tool_choice:
             body["tool_choice"] = (
@@ -114,12 +109,7 @@ class OpenAIChat(WireProtocol):
                 if request.tool_choice in ("auto", "none", "required")
                 else {"type": "function", "function": {"name": request.tool_choice}}
             )
-        if request.max_tokens is not None:
-            body["max_tokens"] = request.max_tokens
-        if request.temperature is not None:
-            body["temperature"] = request.temperature
-        if request.stop_sequences:
-            body["stop"] = list(request.stop_sequences)
+        body.update(request.sampling(max_tokens="max_tokens", stop="stop"))
         body.update(request.extra_body)
         return HTTPRequest("/chat/completions", body, "sse" if request.stream else "json")
 
@@ -190,7 +180,6 @@ class OpenAIChatDecoder(Decoder):
         self._native: str | None = None
         self._has_native = False
         self._error: Any = None
-        self._malformed = 0
         self._filter_results: dict[str, Any] | None = None
         self._replay_reasoning = False
         self._saw_tool_calls = False
@@ -201,22 +190,25 @@ class OpenAIChatDecoder(Decoder):
 
     # -- feeding
     def feed_sse(self, event: str, data: str) -> list[StreamEvent]:
-        text = data.strip()
-        if not text:
-            return []
-        if text == "[DONE]":
-            self._done = True
-            return []
-        chunk = _parse(text)
-        if event == "error" and not (isinstance(chunk, Mapping) and "error" in chunk):
-            chunk = {"error": chunk if chunk is not None else {"message": text[:500]}}
-        if not isinstance(chunk, Mapping):
-            self._malformed += 1
+        try:
+            chunk = parse_json(data)
+        except (ValueError, RecursionError):
+            text = data.strip()
+            if not text:
+                return []
+            if text == "[DONE]":
+                self._done = True
+                return []
+            chunk = None
+        if event == "error" and not (type(chunk) is dict and "error" in chunk):
+            chunk = {"error": chunk if chunk is not None else {"message": data.strip()[:500]}}
+        if type(chunk) is not dict:
+            self.malformed += 1
             return []
         try:
             return self._read_chunk(chunk, whole=False)
         except _SHAPE_ERRORS:
-            self._malformed += 1
+            self.malformed += 1
             return []
 
     def finish(self) -> ModelResponse:
@@ -230,7 +222,7 @@ class OpenAIChatDecoder(Decoder):
                 "completion (llama.cpp does this for some requests with tools)"
             )
         data = _parse(body)
-        if not isinstance(data, Mapping):
+        if type(data) is not dict:
             excerpt = body[:200].decode("utf-8", "replace")
             raise DecodeError(f"{self.vendor.name}: body is not a chat completion: {excerpt!r}")
         if not isinstance(data.get("choices"), list) and _is_empty(data.get("error")):
@@ -238,94 +230,110 @@ class OpenAIChatDecoder(Decoder):
         try:
             self._read_chunk(data, whole=True)
         except _SHAPE_ERRORS:
-            self._malformed += 1
+            self.malformed += 1
         return self._build(self._conclude(complete=True))
 
-    def decode_error(self, status: int, headers: Mapping[str, str], body: bytes) -> ModelResponse:
-        text = body.decode("utf-8", "replace")
-        data = _parse(text) if text.strip() else None
-        refusal = match_http_refusal(self.vendor, status, data) if data is not None else None
-        if refusal is not None:
-            return self.builder.build(refusal)
-        message, error_type, code, _ = _http_error_fields(data, text)
-        raise ProviderHTTPError(
-            message or f"HTTP {status}",
-            provider=self.vendor.name,
-            status=status,
-            error_type=error_type,
-            code=code,
-            retry_after=retry_after_seconds(headers),
-            body=data if data is not None else text,
-        )
+    def error_fields(self, data: Any) -> ErrorFields:
+        """``{"error": {...}}``, ``{"error": "..."}`` (xAI), ``{"detail": "..."}`` (old
+        DeepSeek), or plain text."""
+        if not isinstance(data, dict):
+            return super().error_fields(data)
+        error = data.get("error")
+        if isinstance(error, dict):
+            message, error_type, code, _ = _error_fields(error)
+        else:
+            message, error_type, code, _ = _error_fields(data)
+            message = message or as_text(data.get("detail"))
+        return ErrorFields(message, error_type, code)
 
     # -- reading one chunk / body
-    def _read_chunk(self, chunk: Mapping[str, Any], *, whole: bool) -> list[StreamEvent]:
-        model = as_text(chunk.get("model"))
-        if model:
+    # The hot path: one call per chunk. JSON from json.loads holds only dict and list
+    # containers, so ``type(x) is dict`` stands for the (slower) ABC check.
+    def _read_chunk(self, chunk: dict[str, Any], *, whole: bool) -> list[StreamEvent]:
+        model = chunk.get("model")
+        if model and type(model) is str:
             self.builder.model = model
-        events: list[StreamEvent] = []
-        choice = _first_choice(chunk.get("choices"))
-        if choice is not None:
-            events += self._read_choice(choice, whole=whole)
-        usage = (
-            _usage(chunk.get("usage"))
-            or _usage(choice.get("usage") if choice else None)
-            or (_usage(dig(chunk, "x_groq.usage")) if "x_groq" in chunk else None)
-        )
-        if usage is not None:
-            self.builder.set_usage(usage)
+        choices = chunk.get("choices")
+        choice = None
+        if type(choices) is list and choices:
+            choice = choices[0]
+            if type(choice) is not dict or choice.get("index", 0) not in (0, None):
+                choice = _first_choice(choices)
+        events = self._read_choice(choice, whole=whole) if choice is not None else []
+        if (
+            chunk.get("usage") is not None
+            or (choice is not None and choice.get("usage") is not None)
+            or "x_groq" in chunk
+        ):
+            usage = (
+                _usage(chunk.get("usage"))
+                or _usage(choice.get("usage") if choice else None)
+                or _usage(dig(chunk, "x_groq.usage"))
+            )
+            if usage is not None:
+                self.builder.set_usage(usage)
         error = chunk.get("error")
-        if _is_empty(error) and choice is not None:
+        if (error is None or _is_empty(error)) and choice is not None:
             error = choice.get("error")
-        if not _is_empty(error):
+        if error is not None and not _is_empty(error):
             self._on_error(error, whole=whole)
         return events
 
-    def _read_choice(self, choice: Mapping[str, Any], *, whole: bool) -> list[StreamEvent]:
-        events: list[StreamEvent] = []
+    def _read_choice(self, choice: dict[str, Any], *, whole: bool) -> list[StreamEvent]:
         delta = choice.get("message" if whole else "delta")
-        if isinstance(delta, Mapping):
-            events += self._read_content(delta.get("content"))
-            # reasoning_content: DeepSeek, GLM, Kimi, xAI, Qwen; reasoning: OpenRouter, Groq
-            for field in ("reasoning_content", "reasoning"):
-                piece = as_text(delta.get(field))
-                if piece:
-                    self._replay_reasoning |= field == "reasoning_content"
-                    events += self.builder.reasoning(piece)
-                    break
-            refusal = as_text(delta.get("refusal"))
-            if refusal:
-                self._refusal.append(refusal)
-                events += self.builder.text(refusal)
-            calls = delta.get("tool_calls")
-            if isinstance(calls, list) and calls:
-                self._saw_tool_calls = True
-                for position, call in enumerate(calls):
-                    if isinstance(call, Mapping):
-                        events += self._read_tool_call(call, position if whole else None)
-            legacy = delta.get("function_call")
-            if isinstance(legacy, Mapping) and not self._saw_tool_calls:
-                # legacy form; llama.cpp sends it beside the same call in tool_calls
-                events += self._fragment(-1, None, legacy)
-        finish = as_text(choice.get("finish_reason"))
-        if finish:
+        if type(delta) is dict:
+            content = delta.get("content")
+            if type(content) is str:
+                events = self.builder.text(content)  # a new list: extended below
+            else:
+                events = self._read_content(content)
+            if content is None or len(delta) > 1:  # more than a content piece
+                events += self._read_delta(delta, whole=whole)
+        else:
+            events = []
+        finish = choice.get("finish_reason")
+        if finish and type(finish) is str:
             self._finish = finish
         if "native_finish_reason" in choice:
             self._has_native = True
             self._native = as_text(choice.get("native_finish_reason")) or self._native
         results = choice.get("content_filter_results")
-        if isinstance(results, Mapping) and results:
+        if results and type(results) is dict:
             self._filter_results = dict(results)
         return events
 
-    def _read_content(self, content: Any) -> list[StreamEvent]:
-        if isinstance(content, str):
-            return self.builder.text(content)
+    def _read_delta(self, delta: dict[str, Any], *, whole: bool) -> list[StreamEvent]:
+        """What a delta (or message) holds beside its ``content``."""
         events: list[StreamEvent] = []
-        if not isinstance(content, list):
+        # reasoning_content: DeepSeek, GLM, Kimi, xAI, Qwen; reasoning: OpenRouter, Groq
+        for field in ("reasoning_content", "reasoning"):
+            piece = as_text(delta.get(field))
+            if piece:
+                self._replay_reasoning |= field == "reasoning_content"
+                events += self.builder.reasoning(piece)
+                break
+        refusal = as_text(delta.get("refusal"))
+        if refusal:
+            self._refusal.append(refusal)
+            events += self.builder.text(refusal)
+        calls = delta.get("tool_calls")
+        if type(calls) is list and calls:
+            self._saw_tool_calls = True
+            for position, call in enumerate(calls):
+                if type(call) is dict:
+                    events += self._read_tool_call(call, position if whole else None)
+        legacy = delta.get("function_call")
+        if type(legacy) is dict and not self._saw_tool_calls:
+            # legacy form; llama.cpp sends it beside the same call in tool_calls
+            events += self._fragment(-1, None, legacy)
+        return events
+
+    def _read_content(self, content: Any) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        if type(content) is not list:
             return events
         for part in content:  # Mistral: [{type: text|thinking, ...}]
-            if not isinstance(part, Mapping):
+            if type(part) is not dict:
                 continue
             if part.get("type") == "text":
                 events += self.builder.text(as_text(part.get("text")) or "")
@@ -333,7 +341,7 @@ class OpenAIChatDecoder(Decoder):
                 thinking = part.get("thinking")
                 pieces = thinking if isinstance(thinking, list) else [{"text": thinking}]
                 for piece in pieces:
-                    if isinstance(piece, Mapping):
+                    if type(piece) is dict:
                         events += self.builder.reasoning(as_text(piece.get("text")) or "")
         return events
 
@@ -346,7 +354,7 @@ class OpenAIChatDecoder(Decoder):
         call_id = as_text(call.get("id"))
         function = call.get("function")
         key = self._call_key(index, call_id)
-        return self._fragment(key, call_id, function if isinstance(function, Mapping) else {})
+        return self._fragment(key, call_id, function if type(function) is dict else {})
 
     def _call_key(self, index: int | None, call_id: str | None) -> int:
         """Which call a fragment belongs to: by id when known, else by index (a new
@@ -389,9 +397,9 @@ class OpenAIChatDecoder(Decoder):
         if self.builder.has_output or finish in _KEEP_OVER_ERROR:
             return
         message, error_type, code, status = _error_fields(error)
-        raise (ProviderError if whole else StreamError)(
+        raise self.provider_error(
             message or "the provider reported an error",
-            provider=self.vendor.name,
+            streamed=not whole,
             status=status or 200,
             error_type=error_type,
             code=code,
@@ -413,8 +421,6 @@ class OpenAIChatDecoder(Decoder):
         detail: dict[str, Any] = {}
         if self._has_native:
             detail["native_finish_reason"] = self._native
-        if self._malformed:
-            detail["malformed_events"] = self._malformed
         if self._error is not None:
             detail["error"] = self._error
         if not complete:
@@ -452,12 +458,12 @@ class OpenAIChatDecoder(Decoder):
     def _build(self, info: StopInfo) -> ModelResponse:
         """The response; its record keeps ``reasoning_content`` (DeepSeek and Kimi want it
         back in a tool loop) but not ``reasoning``, which Groq rejects in requests."""
-        reasoning = self.builder.build(info).reasoning
+        reasoning = self.builder.current_reasoning
         extra = {"reasoning_content": reasoning} if self._replay_reasoning and reasoning else {}
         message = _assistant_dict(
             self.builder.current_text, _tool_call_dicts(self.builder.tool_calls()), extra
         )
-        return self.builder.build(info, {"protocol": PROTOCOL, "message": message})
+        return self.build(info, {"protocol": PROTOCOL, "message": message})
 
 
 # ---------------------------------------------------------------- helpers
@@ -480,35 +486,29 @@ def _first_choice(choices: Any) -> Mapping[str, Any] | None:
     if not isinstance(choices, list):
         return None
     for choice in choices:
-        if isinstance(choice, Mapping) and choice.get("index", 0) in (0, None):
+        if type(choice) is dict and choice.get("index", 0) in (0, None):
             return choice
     return None
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def _usage(value: Any) -> Usage | None:
-    if value is None:  # most chunks: skip the (slow) ABC isinstance check
+    if type(value) is not dict:
         return None
-    if not isinstance(value, Mapping):
-        return None
-    cached = _int(dig(value, "prompt_tokens_details.cached_tokens"))
+    cached = as_int(dig(value, "prompt_tokens_details.cached_tokens"))
     usage = Usage(
-        input_tokens=_int(value.get("prompt_tokens")),
-        output_tokens=_int(value.get("completion_tokens")),
+        input_tokens=as_int(value.get("prompt_tokens")),
+        output_tokens=as_int(value.get("completion_tokens")),
         cached_input_tokens=cached
         if cached is not None
-        else _int(value.get("prompt_cache_hit_tokens")),
-        reasoning_tokens=_int(dig(value, "completion_tokens_details.reasoning_tokens")),
+        else as_int(value.get("prompt_cache_hit_tokens")),
+        reasoning_tokens=as_int(dig(value, "completion_tokens_details.reasoning_tokens")),
     )
     return None if usage == Usage() else usage
 
 
 def _error_fields(error: Any) -> tuple[str | None, str | None, str | int | None, int | None]:
     """``(message, type, code, HTTP status)`` of an error object (dict or string)."""
-    if not isinstance(error, Mapping):
+    if type(error) is not dict:
         return (
             as_text(error) or (json.dumps(error)[:300] if error is not None else None),
             None,
@@ -517,11 +517,10 @@ def _error_fields(error: Any) -> tuple[str | None, str | None, str | int | None,
         )
     message = as_text(error.get("message")) or as_text(error.get("error"))
     error_type = as_text(error.get("type")) or as_text(dig(error, "metadata.error_type"))
-    code = error.get("code")
-    code = code if isinstance(code, str | int) and not isinstance(code, bool) else None
+    code = as_code(error.get("code"))
     status = None
     for value in (error.get("status_code"), error.get("status"), code):
-        number = _int(value)
+        number = as_int(value)
         if number is not None and 100 <= number <= 599:
             status = number
             break
@@ -534,17 +533,3 @@ def _error_raw(error: Any, error_type: str | None, code: str | int | None) -> st
     if error_type:
         return error_type
     return str(code) if code is not None else "error"
-
-
-def _http_error_fields(
-    data: Any, text: str
-) -> tuple[str | None, str | None, str | int | None, int | None]:
-    """The fields of an error body: ``{"error": {...}}``, ``{"error": "..."}`` (xAI),
-    ``{"detail": "..."}`` (old DeepSeek), or plain text."""
-    if isinstance(data, Mapping):
-        if isinstance(data.get("error"), Mapping):
-            return _error_fields(data["error"])
-        fields = _error_fields(data)
-        message = fields[0] or as_text(data.get("detail"))
-        return message, fields[1], fields[2], fields[3]
-    return (text.strip()[:500] or None), None, None, None

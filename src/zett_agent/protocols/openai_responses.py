@@ -29,7 +29,6 @@ import json
 from collections.abc import Hashable, Mapping
 from typing import Any
 
-from zett_agent.errors import ProviderError, ProviderHTTPError, StreamError
 from zett_agent.messages import (
     AssistantMessage,
     SystemMessage,
@@ -44,13 +43,16 @@ from zett_agent.protocols.base import (
     ModelResponse,
     StreamEvent,
     WireProtocol,
+    as_code,
+    as_dict,
+    as_int,
+    as_list,
     as_text,
     load_json,
-    retry_after_seconds,
     stop,
 )
 from zett_agent.stop import StopInfo, StopReason
-from zett_agent.vendors import Vendor, match_http_refusal
+from zett_agent.vendors import Vendor
 
 __all__ = ["OpenAIResponses"]
 
@@ -60,22 +62,6 @@ _TERMINAL = frozenset(
 )
 _INCOMPLETE = {"max_output_tokens": _R.MAX_OUTPUT, "content_filter": _R.REFUSAL}
 _REFUSAL_ERROR_TYPES = frozenset({"content_policy_violation", "refusal"})
-
-
-def _d(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _l(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _hashable(value: Any) -> str | int | None:
-    return value if isinstance(value, str | int) else None
 
 
 def _is_policy(code: str | None) -> bool:
@@ -131,15 +117,7 @@ class OpenAIResponses(WireProtocol):
         if system:
             body["instructions"] = "\n\n".join(system)
         if request.tools:
-            body["tools"] = [
-                {
-                    "type": "function",
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": dict(t.parameters),
-                }
-                for t in request.tools
-            ]
+            body["tools"] = [{"type": "function", **t.declaration()} for t in request.tools]
         if request.tool_choice:
             choice = request.tool_choice
             body["tool_choice"] = (
@@ -147,11 +125,8 @@ class OpenAIResponses(WireProtocol):
                 if choice in ("auto", "none", "required")
                 else {"type": "function", "name": choice}
             )
-        if request.max_tokens is not None:
-            body["max_output_tokens"] = request.max_tokens
-        if request.temperature is not None:
-            body["temperature"] = request.temperature
         # The Responses API has no stop-sequence parameter; stop_sequences is not sent.
+        body.update(request.sampling(max_tokens="max_output_tokens", stop=None))
         body.update(request.extra_body)
         return HTTPRequest("/responses", body, "sse" if request.stream else "json")
 
@@ -166,9 +141,9 @@ class OpenAIResponses(WireProtocol):
         output = record["output"]
         kept = []
         for n, item in enumerate(output):
-            kind = _d(item).get("type")
+            kind = as_dict(item).get("type")
             if kind == "reasoning":
-                following = [_d(o).get("type") for o in output[n + 1 :]]
+                following = [as_dict(o).get("type") for o in output[n + 1 :]]
                 kind = next((k for k in following if k != "reasoning"), "function_call")
             if kind != "function_call":
                 kept.append(item)
@@ -180,7 +155,6 @@ class ResponsesDecoder(Decoder):
 
     def __init__(self, vendor: Vendor) -> None:
         super().__init__(vendor)
-        self.malformed = 0
         self.terminal: dict[str, Any] | None = None
         self.error: dict[str, Any] | None = None
         self.refusal: list[str] = []
@@ -208,16 +182,16 @@ class ResponsesDecoder(Decoder):
 
     def _event(self, kind: str, obj: dict[str, Any]) -> list[StreamEvent]:
         b = self.builder
-        item_key = _hashable(obj.get("item_id") or obj.get("output_index"))
+        item_key = as_code(obj.get("item_id") or obj.get("output_index"))
         if kind in _TERMINAL:
-            self.terminal = _d(obj.get("response"))
+            self.terminal = as_dict(obj.get("response"))
             self.terminal.setdefault("status", kind.removeprefix("response."))
             self._read_meta(self.terminal)
             if not b.has_output:  # a proxy that sends only the final object
-                return self._ingest_output(_l(self.terminal.get("output")))
-            return self._note_refusals(_l(self.terminal.get("output")))
+                return self._ingest_output(as_list(self.terminal.get("output")))
+            return self._note_refusals(as_list(self.terminal.get("output")))
         if kind in ("response.created", "response.in_progress", "response.queued"):
-            self._read_meta(_d(obj.get("response")))
+            self._read_meta(as_dict(obj.get("response")))
         elif kind == "error":
             nested = obj.get("error")
             self.error = (
@@ -242,7 +216,7 @@ class ResponsesDecoder(Decoder):
         elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
             return b.reasoning(str(obj.get("delta") or ""))
         elif kind == "response.output_item.added":
-            return self._item_added(obj.get("output_index"), _d(obj.get("item")))
+            return self._item_added(obj.get("output_index"), as_dict(obj.get("item")))
         elif kind == "response.function_call_arguments.delta":
             key = self._call_key(obj.get("item_id"), obj.get("output_index"))
             self._seen.add(("args", key))
@@ -253,7 +227,7 @@ class ResponsesDecoder(Decoder):
                 self._seen.add(("args", key))
                 return b.tool_call(key, arguments=str(obj.get("arguments") or ""))
         elif kind == "response.output_item.done":
-            return self._item_done(obj.get("output_index"), _d(obj.get("item")))
+            return self._item_done(obj.get("output_index"), as_dict(obj.get("item")))
         return []
 
     def _call_key(self, item_id: Any, index: Any) -> Hashable:
@@ -298,12 +272,12 @@ class ResponsesDecoder(Decoder):
         if item.get("type") == "message":
             found: list[StreamEvent] = []
             for kind in ("text", "refusal"):
-                if {(kind, _hashable(item.get("id"))), (kind, _hashable(index))} & self._seen:
+                if {(kind, as_code(item.get("id"))), (kind, as_code(index))} & self._seen:
                     continue
                 parts = [
                     p
-                    for p in _l(item.get("content"))
-                    if _d(p).get("type") == ("output_text" if kind == "text" else "refusal")
+                    for p in as_list(item.get("content"))
+                    if as_dict(p).get("type") == ("output_text" if kind == "text" else "refusal")
                 ]
                 found += self._ingest_output([{"type": "message", "content": parts}])
             return found
@@ -314,17 +288,19 @@ class ResponsesDecoder(Decoder):
         b = self.builder
         events: list[StreamEvent] = []
         for index, raw in enumerate(output):
-            item = _d(raw)
+            item = as_dict(raw)
             kind = item.get("type")
             if kind == "message":
-                for part in map(_d, _l(item.get("content"))):
+                for part in map(as_dict, as_list(item.get("content"))):
                     if part.get("type") == "output_text":
                         events += b.text(str(part.get("text") or ""))
                     elif part.get("type") == "refusal":
                         self.refusal.append(str(part.get("refusal") or ""))
                         events += b.text(str(part.get("refusal") or ""))
             elif kind == "reasoning":
-                for part in map(_d, _l(item.get("summary")) + _l(item.get("content"))):
+                for part in map(
+                    as_dict, as_list(item.get("summary")) + as_list(item.get("content"))
+                ):
                     events += b.reasoning(str(part.get("text") or ""))
             elif kind == "function_call":
                 key = self._call_key(item.get("id"), index)
@@ -338,8 +314,8 @@ class ResponsesDecoder(Decoder):
 
     def _note_refusals(self, output: list[Any]) -> list[StreamEvent]:
         if not self.refusal:
-            for item in map(_d, output):
-                for part in map(_d, _l(item.get("content"))):
+            for item in map(as_dict, output):
+                for part in map(as_dict, as_list(item.get("content"))):
                     if part.get("type") == "refusal":
                         self.refusal.append(str(part.get("refusal") or ""))
         return []
@@ -347,17 +323,17 @@ class ResponsesDecoder(Decoder):
     def _read_meta(self, response: dict[str, Any]) -> None:
         if isinstance(response.get("model"), str):
             self.builder.model = response["model"]
-        usage = _d(response.get("usage"))
+        usage = as_dict(response.get("usage"))
         if usage:
             self.builder.set_usage(
                 Usage(
-                    input_tokens=_int(usage.get("input_tokens")),
-                    output_tokens=_int(usage.get("output_tokens")),
-                    cached_input_tokens=_int(
-                        _d(usage.get("input_tokens_details")).get("cached_tokens")
+                    input_tokens=as_int(usage.get("input_tokens")),
+                    output_tokens=as_int(usage.get("output_tokens")),
+                    cached_input_tokens=as_int(
+                        as_dict(usage.get("input_tokens_details")).get("cached_tokens")
                     ),
-                    reasoning_tokens=_int(
-                        _d(usage.get("output_tokens_details")).get("reasoning_tokens")
+                    reasoning_tokens=as_int(
+                        as_dict(usage.get("output_tokens_details")).get("reasoning_tokens")
                     ),
                 )
             )
@@ -373,57 +349,31 @@ class ResponsesDecoder(Decoder):
     def decode_body(self, body: bytes) -> ModelResponse:
         data = load_json(body)
         if not isinstance(data, dict):
-            raise ProviderError(
-                "the response body is not a JSON object",
-                provider=self.vendor.name,
-                status=200,
-                body=data,
+            raise self.provider_error(
+                "the response body is not a JSON object", streamed=False, body=data
             )
         if isinstance(data.get("response"), dict) and str(data.get("type", "")).startswith(
             "response."
         ):
             data = data["response"]  # an event wrapper instead of the response object
         if "error" in data and "status" not in data and "output" not in data:
-            error = _d(data["error"]) or {"message": str(data["error"])}
-            raise ProviderError(
+            error = as_dict(data["error"]) or {"message": str(data["error"])}
+            raise self.provider_error(
                 str(error.get("message") or "error"),
-                provider=self.vendor.name,
-                status=200,
+                streamed=False,
                 error_type=as_text(error.get("type")),
-                code=error.get("code"),
+                code=as_code(error.get("code")),
                 body=data,
             )
         self.terminal = data
         self._read_meta(data)
-        self._ingest_output(_l(data.get("output")))
+        self._ingest_output(as_list(data.get("output")))
         return self._from_response(data, streamed=False)
-
-    def decode_error(self, status: int, headers: Mapping[str, str], body: bytes) -> ModelResponse:
-        try:
-            data: Any = json.loads(body)
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            data = body.decode("utf-8", "replace")[:2000]
-        refusal = match_http_refusal(self.vendor, status, data)
-        if refusal is not None:
-            return ModelResponse(text="", tool_calls=(), stop_info=refusal)
-        error = _d(_d(data).get("error"))
-        message = as_text(error.get("message")) or (
-            data if isinstance(data, str) and data else f"HTTP {status}"
-        )
-        raise ProviderHTTPError(
-            message,
-            provider=self.vendor.name,
-            status=status,
-            error_type=as_text(error.get("type")),
-            code=error.get("code"),
-            retry_after=retry_after_seconds(headers),
-            body=data,
-        )
 
     def _from_response(self, response: dict[str, Any], *, streamed: bool) -> ModelResponse:
         status = str(response.get("status") or "")
         if status == "failed" or (self.error is not None and status != "completed"):
-            merged = {**_d(response.get("error")), **(self.error or {})}
+            merged = {**as_dict(response.get("error")), **(self.error or {})}
             if response.get("error_type") is not None:
                 merged.setdefault("error_type", response["error_type"])
             return self._failed(merged, streamed=streamed)
@@ -434,7 +384,7 @@ class ResponsesDecoder(Decoder):
             reason = _R.TOOL_USE if self.builder.tool_calls() else _R.END_TURN
             return self._build(stop(reason, status))
         if status == "incomplete":
-            raw = as_text(_d(response.get("incomplete_details")).get("reason")) or status
+            raw = as_text(as_dict(response.get("incomplete_details")).get("reason")) or status
             reason = self.vendor.finish_reasons.get(raw) or _INCOMPLETE.get(raw, _R.OTHER)
             if self.refusal and reason is not _R.REFUSAL:
                 reason = _R.REFUSAL
@@ -467,21 +417,17 @@ class ResponsesDecoder(Decoder):
                     detail={"error": error},
                 )
             )
-        cls = StreamError if streamed else ProviderError
-        raise cls(
+        raise self.provider_error(
             message or "the response failed",
-            provider=self.vendor.name,
-            status=200,
+            streamed=streamed,
             error_type=kind or code,
             code=code,
             body=error,
         )
 
     def _build(self, info: StopInfo) -> ModelResponse:
-        if self.malformed:
-            info = info.with_detail(malformed_events=self.malformed)
-        output = _l(_d(self.terminal).get("output")) or [
+        output = as_list(as_dict(self.terminal).get("output")) or [
             self._items[i] for i in sorted(self._items)
         ]
         record = {"protocol": "openai-responses", "output": output} if output else None
-        return self.builder.build(info, record)
+        return self.build(info, record)

@@ -304,7 +304,7 @@ class AnthropicDecoder(Decoder):
             if isinstance(citations, list):
                 citations.append(delta["citation"])
             return []
-        if kind in {"text_delta", "thinking_delta", "signature_delta", "input_json_delta"}:
+        if kind in ("text_delta", "thinking_delta", "signature_delta", "input_json_delta"):
             return self._bad()
         return []  # a delta type added after this was written: skipped
 
@@ -489,7 +489,7 @@ def _block_events(index: int, block: Any) -> list[tuple[str, dict[str, Any]]]:
             deltas.append({"type": "thinking_delta", "thinking": block["thinking"]})
         if isinstance(block.get("signature"), str):
             deltas.append({"type": "signature_delta", "signature": block["signature"]})
-    elif kind in {"tool_use", "server_tool_use"} and isinstance(block.get("input"), dict):
+    elif kind in ("tool_use", "server_tool_use") and isinstance(block.get("input"), dict):
         start["input"] = {}
         deltas.append(
             {

@@ -202,7 +202,13 @@ class OllamaDecoder(Decoder):
                 except (ValueError, RecursionError):
                     self.malformed += 1
             return self.finish()
+        if not (isinstance(data, dict) and _RESPONSE_KEYS & data.keys()):
+            raise DecodeError(f"not an Ollama /api/chat response: {body[:200]!r}")
         self._object(data, streamed=False)
-        if self.final is None and self.error is None and isinstance(data, dict):
+        if self.final is None and self.error is None:
             self.final = {**data, "done": True}  # a whole body is complete by definition
         return self.finish()
+
+
+_RESPONSE_KEYS = frozenset({"message", "done", "done_reason", "error"})
+"""A non-streamed body holds at least one of these, or it is not a chat response."""

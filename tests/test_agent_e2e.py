@@ -242,3 +242,28 @@ async def test_key_goes_in_headers_and_string_model_resolves(
     sent = server.requests[0]
     assert sent.headers["x-api-key"] == "sk-secret" and sent.path == "/v1/messages"
     assert sent.json["model"] == "claude-sonnet-4-5" and sent.json["system"] == "Be brief."
+
+
+async def test_non_streamed_answer_may_take_longer_than_the_idle_timeout() -> None:
+    body = {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+        "content": [{"type": "text", "text": "slow but whole"}],
+        "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 3},
+    }  # fmt: skip
+    with ReplayServer([Reply.json(body, stall_after=0, stall_seconds=1.0)]) as server:
+        model = model_for(server, "anthropic", idle_timeout=0.3, stream=False, max_retries=0)
+        agent = await create_agent(model)
+        message = await agent.run("hi")
+        await agent.aclose()
+    assert message.text == "slow but whole" and message.stop is None
+
+
+async def test_stream_idle_before_any_byte_is_a_retryable_transport_error() -> None:
+    reply = anthropic_text_reply("late")
+    reply.stall_after, reply.stall_seconds = 0, 2.0
+    with ReplayServer([reply]) as server:
+        agent = await create_agent(model_for(server, "anthropic", idle_timeout=0.3, max_retries=0))
+        with pytest.raises(TransportError) as caught:
+            await agent.run("hi")
+        await agent.aclose()
+    assert caught.value.retryable and "idle" in str(caught.value)

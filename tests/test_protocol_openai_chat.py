@@ -410,12 +410,14 @@ async def test_openrouter_midstream_error_after_text_is_interrupted() -> None:
     response, _ = await complete("openrouter", reply)
 
     info = response.stop_info
-    assert (info.reason, info.raw, info.message) == (
+    # raw is OpenRouter's own finish_reason, unchanged; the error's type is the category
+    assert (info.reason, info.raw, info.category, info.message) == (
         R.INTERRUPTED,
+        "error",
         "rate_limit_exceeded",
         "Rate limit exceeded",
     )
-    assert info.detail["finish_reason"] == "error"
+    assert info.detail["error"]["code"] == 429
     assert response.text == "Partial "
 
 
@@ -425,8 +427,9 @@ async def test_openrouter_nonstream_error_in_choice() -> None:
     )
 
     info = response.stop_info
-    assert (info.reason, info.raw, info.message) == (
+    assert (info.reason, info.raw, info.category, info.message) == (
         R.INTERRUPTED,
+        "error",
         "provider_unavailable",
         "Provider disconnected mid-stream",
     )
@@ -466,7 +469,7 @@ REFUSALS = [
         "openrouter",
         "openrouter__moderation_403_testderived.json",
         403,
-        "reasons",
+        "moderation",  # a list of reasons is no code: raw is the category
         "moderation",
         "meta-llama/llama-3-70b requires moderation on OpenRouter."
         ' Your input was flagged for "harassment".',
@@ -475,7 +478,7 @@ REFUSALS = [
         "openrouter",
         "openrouter__doc_403_guardrail_patterns.json",
         403,
-        "patterns",
+        "guardrail",
         "guardrail",
         "Request blocked: prompt injection patterns detected",
     ),
@@ -529,7 +532,15 @@ REFUSALS = [
         "The response was filtered due to the prompt triggering"
         " Azure OpenAI's content management policy.",
     ),
-    ("xai", "xai__403_safety_check_bio.json", 403, None, "SAFETY_CHECK_TYPE_BIO", None),
+    # the error is prose (with an API key id in it): raw is the category it names
+    (
+        "xai",
+        "xai__403_safety_check_bio.json",
+        403,
+        "SAFETY_CHECK_TYPE_BIO",
+        "SAFETY_CHECK_TYPE_BIO",
+        None,
+    ),
 ]
 
 

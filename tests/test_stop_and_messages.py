@@ -106,3 +106,18 @@ def test_bad_stored_message_is_a_clear_error() -> None:
 
 def test_dict_form_names_role() -> None:
     assert message_to_dict(UserMessage("x")) == {"role": "user", "content": "x"}
+
+
+def test_retry_after_as_seconds_milliseconds_or_http_date() -> None:
+    import datetime
+    import email.utils
+
+    from zett_agent.protocols.base import retry_after_seconds
+
+    assert retry_after_seconds({"Retry-After": "7"}) == 7.0
+    assert retry_after_seconds({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
+    later = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=30)
+    waited = retry_after_seconds({"retry-after": email.utils.format_datetime(later, usegmt=True)})
+    assert waited is not None and 25 <= waited <= 30
+    assert retry_after_seconds({"retry-after": "soon"}) is None
+    assert retry_after_seconds({}) is None

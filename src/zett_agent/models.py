@@ -63,6 +63,8 @@ class Model:
         idle_timeout: seconds without a byte from the provider before a stream is
             ended (INTERRUPTED with the text kept, or a retryable error if empty).
         connect_timeout: seconds to open the connection.
+        response_timeout: seconds to wait for a whole non-streamed answer (the
+            server sends nothing until it has generated it all).
         stream: whether to stream responses (default True).
         client: an httpx.AsyncClient to use (its timeouts are then yours).
         headers: extra HTTP headers sent with every request.
@@ -79,6 +81,7 @@ class Model:
         max_retries: int = 2,
         idle_timeout: float = 60.0,
         connect_timeout: float = 10.0,
+        response_timeout: float = 600.0,
         stream: bool = True,
         client: httpx.AsyncClient | None = None,
         headers: Mapping[str, str] | None = None,
@@ -103,6 +106,7 @@ class Model:
         self.base_url = (base_url or _base_url_from_env(self.vendor)).rstrip("/")
         self.max_retries = max_retries
         self.idle_timeout = idle_timeout
+        self.whole_response_timeout = httpx.Timeout(response_timeout, connect=connect_timeout)
         self.stream_responses = stream
         self.extra_headers = dict(headers or {})
         self._own_client = client is None
@@ -163,7 +167,12 @@ class Model:
             yielded = False
             try:
                 decoder = self.protocol.decoder(self.vendor)
-                async for item in send(self._client, url, http_request, self.headers(), decoder):
+                timeout = (
+                    self.whole_response_timeout if http_request.response_format == "json" else None
+                )
+                async for item in send(
+                    self._client, url, http_request, self.headers(), decoder, timeout=timeout
+                ):
                     yielded = True
                     yield item
                 return

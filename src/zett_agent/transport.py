@@ -31,12 +31,16 @@ async def send(
     request: HTTPRequest,
     headers: Mapping[str, str],
     decoder: Decoder,
+    *,
+    timeout: httpx.Timeout | None = None,
 ) -> AsyncIterator[StreamEvent | ModelResponse]:
     """Send ``request`` to ``url`` and yield stream events, then one ModelResponse.
 
     Raises :class:`~zett_agent.errors.ProviderError` (from the decoder) for an
     error status that is not a refusal, and :class:`TransportError` when the
-    connection fails before any output.
+    connection fails before any output. ``timeout`` replaces the client's
+    timeouts for this request (a non-streamed answer waits longer than a stream
+    may stay idle).
     """
     try:
         async with client.stream(
@@ -45,6 +49,7 @@ async def send(
             json=dict(request.body),
             headers={**headers, **request.headers},
             params=dict(request.params) or None,
+            timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
         ) as response:
             if response.status_code >= 300:
                 body = await response.aread()

@@ -303,8 +303,9 @@ def dig(data: Any, path: str) -> Any:
 
 def match_http_refusal(vendor: Vendor, status: int, body: Any) -> StopInfo | None:
     """A REFUSAL StopInfo when ``status`` + JSON ``body`` match one of the vendor's
-    :class:`HTTPRefusal` rules, else None. ``raw`` is the matched value; ``detail``
-    keeps the status and the error body."""
+    :class:`HTTPRefusal` rules, else None. ``raw`` is the matched value when it is
+    a short code, else the category (a list of moderation reasons, or prose, is
+    no code); ``detail`` keeps the status and the error body."""
     for rule in vendor.http_refusals:
         if rule.status != status:
             continue
@@ -313,7 +314,9 @@ def match_http_refusal(vendor: Vendor, status: int, body: Any) -> StopInfo | Non
             continue
         if rule.values and not (isinstance(value, str | int) and str(value) in rule.values):
             continue
-        raw = str(value) if isinstance(value, str | int) else rule.path.rsplit(".", 1)[-1]
+        # raw: the matched value when it is a short code (not a list, not prose)
+        short = isinstance(value, int) or (isinstance(value, str) and len(value) <= 64)
+        raw: str | None = str(value) if short else None
         message = dig(body, rule.message_path)
         message = message if isinstance(message, str) and message else None
         if rule.message_contains and not (
@@ -321,10 +324,11 @@ def match_http_refusal(vendor: Vendor, status: int, body: Any) -> StopInfo | Non
         ):
             continue
         found = re.search(rule.category_pattern, message or "") if rule.category_pattern else None
+        category = (found.group(1) if found else None) or rule.category or raw
         return StopInfo(
             StopReason.REFUSAL,
-            raw=raw,
-            category=(found.group(1) if found else None) or rule.category or raw,
+            raw=raw or category or f"http_{status}",
+            category=category,
             message=message,
             detail={
                 "http_status": status,

@@ -13,6 +13,8 @@ reasoning and tool-call fragments become a message.
 
 from __future__ import annotations
 
+import datetime
+import email.utils
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -319,14 +321,24 @@ class ResponseBuilder:
         stop_info: StopInfo,
         provider_record: Mapping[str, Any] | None = None,
     ) -> ModelResponse:
-        """The response. For an abnormal stop without a policy category the raw
-        value becomes the category (seed 002: "the provider's policy category where
-        there is one and otherwise the raw value"), the same for every protocol."""
-        if not stop_info.ok and stop_info.category is None and stop_info.raw:
+        """The response, with two rules applied the same way for every protocol:
+
+        * the content decides between the normal ends (seed 003): END_TURN with
+          tool calls is TOOL_USE, TOOL_USE without any is END_TURN (raw kept);
+        * ``category`` is None for a normal end; for an abnormal stop without a
+          policy category it is the raw value (seed 002: "the provider's policy
+          category where there is one and otherwise the raw value").
+        """
+        calls = self.tool_calls()
+        if stop_info.ok:
+            reason = StopReason.TOOL_USE if calls else StopReason.END_TURN
+            if reason is not stop_info.reason or stop_info.category is not None:
+                stop_info = replace(stop_info, reason=reason, category=None)
+        elif stop_info.category is None and stop_info.raw:
             stop_info = replace(stop_info, category=stop_info.raw)
         return ModelResponse(
             text=self._text.join(),
-            tool_calls=self.tool_calls(),
+            tool_calls=calls,
             stop_info=stop_info,
             usage=self.usage,
             reasoning=self._reasoning.join(),
@@ -533,7 +545,9 @@ def parse_json(text: str) -> Any:
 
 
 def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
-    """Seconds from a ``retry-after`` / ``retry-after-ms`` header, if given as a number."""
+    """Seconds to wait from a ``retry-after-ms`` header, or a ``retry-after`` header
+    given as seconds or as an HTTP date (RFC 9110 section 10.2.3); None if absent
+    or unreadable."""
     lowered = {k.lower(): v for k, v in headers.items()}
     ms = lowered.get("retry-after-ms")
     if ms:
@@ -546,7 +560,14 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
         try:
             return max(0.0, float(value))
         except ValueError:
+            pass
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
             return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=datetime.UTC)
+        return max(0.0, (when - datetime.datetime.now(datetime.UTC)).total_seconds())
     return None
 
 

@@ -435,12 +435,10 @@ class OpenAIChatDecoder(Decoder):
             if reason in _KEEP_OVER_ERROR:
                 return stop(reason, raw, category=raw, detail=detail)
             message, error_type, code, _ = _error_fields(self._error)
-            if raw:
-                detail["finish_reason"] = raw
-            error_raw = _error_raw(self._error, error_type, code)
-            return stop(
-                _R.INTERRUPTED, error_raw, category=error_raw, message=message, detail=detail
-            )
+            kind = _error_raw(self._error, error_type, code)
+            # raw is the provider's own finish_reason when it sent one ("error");
+            # the error's code or type is the category
+            return stop(_R.INTERRUPTED, raw or kind, category=kind, message=message, detail=detail)
         if raw is None or reason is None:
             if complete:
                 return stop(_R.OTHER, None, detail={**detail, "missing_finish_reason": True})

@@ -62,7 +62,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
-from zett_agent.events import AgentEvent, AgentEventDispatcher, AgentEventType
+from zett_agent.events import AgentEvent, AgentEventDispatcher, AgentEventType, final_message
 from zett_agent.extensions import Extension
 from zett_agent.loop import MAX_TURNS_RAW, Step, _Run
 from zett_agent.messages import AssistantMessage, Message
@@ -162,15 +162,7 @@ class Agent:
         :class:`~zett_agent.errors.TransportError` when a call fails with no
         output after its retries.
         """
-        final: AssistantMessage | None = None
-        async with aclosing(self.stream(prompt, history=history)) as events:
-            async for event in events:
-                if dispatcher is not None:
-                    await dispatcher.dispatch(event)
-                if event.type is _E.RUN_COMPLETED:
-                    final = event.message
-        assert final is not None
-        return final
+        return await final_message(self.stream(prompt, history=history), dispatcher)
 
     async def stream(
         self,
@@ -203,15 +195,7 @@ class Agent:
         :class:`~zett_agent.errors.ResumeError` when there is nothing to resume or
         the last answer was a REFUSAL or CONTEXT_FULL; otherwise as :meth:`run`.
         """
-        final: AssistantMessage | None = None
-        async with aclosing(self.resume_stream(history=history)) as events:
-            async for event in events:
-                if dispatcher is not None:
-                    await dispatcher.dispatch(event)
-                if event.type is _E.RUN_COMPLETED:
-                    final = event.message
-        assert final is not None
-        return final
+        return await final_message(self.resume_stream(history=history), dispatcher)
 
     async def resume_stream(
         self,

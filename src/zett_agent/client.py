@@ -30,7 +30,7 @@ from functools import partial
 import anyio
 
 from zett_agent.agent import Agent
-from zett_agent.events import AgentEvent, AgentEventDispatcher, AgentEventType
+from zett_agent.events import AgentEvent, AgentEventDispatcher, final_message
 from zett_agent.messages import AssistantMessage, Message
 from zett_agent.sessions import (
     InMemorySessionStore,
@@ -124,7 +124,7 @@ class AgentClient:
         As :meth:`Agent.run <zett_agent.agent.Agent.run>`: an abnormal stop is on
         ``message.stop``, never raised.
         """
-        return await _final(self.stream(prompt, session_id=session_id), dispatcher)
+        return await final_message(self.stream(prompt, session_id=session_id), dispatcher)
 
     async def resume_stream(
         self, session_id: str | None = None
@@ -157,7 +157,7 @@ class AgentClient:
     ) -> AssistantMessage:
         """:meth:`resume_stream` to the end: the final assistant message (the joined
         answer when the provider continued a prefill)."""
-        return await _final(self.resume_stream(session_id), dispatcher)
+        return await final_message(self.resume_stream(session_id), dispatcher)
 
     # ------------------------------------------------------------ sessions
 
@@ -187,17 +187,3 @@ class AgentClient:
         finally:
             if not lock.locked() and not lock.statistics().tasks_waiting:
                 self._locks.pop(session_id, None)
-
-
-async def _final(
-    events: AsyncGenerator[AgentEvent, None], dispatcher: AgentEventDispatcher | None
-) -> AssistantMessage:
-    final: AssistantMessage | None = None
-    async with aclosing(events):
-        async for event in events:
-            if dispatcher is not None:
-                await dispatcher.dispatch(event)
-            if event.type is AgentEventType.RUN_COMPLETED:
-                final = event.message
-    assert final is not None
-    return final

@@ -19,6 +19,8 @@ COMPLETED one by one in the model's order.
 from __future__ import annotations
 
 import inspect
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -26,7 +28,7 @@ from typing import Any
 from zett_agent.messages import AssistantMessage, ToolCall, ToolResultMessage, message_to_dict
 from zett_agent.stop import StopInfo
 
-__all__ = ["AgentEvent", "AgentEventDispatcher", "AgentEventType"]
+__all__ = ["AgentEvent", "AgentEventDispatcher", "AgentEventType", "final_message"]
 
 
 class AgentEventType(StrEnum):
@@ -129,3 +131,19 @@ async def _maybe_await(value: Any) -> Any:
     if inspect.isawaitable(value):
         return await value
     return value
+
+
+async def final_message(
+    events: AsyncGenerator[AgentEvent, None], dispatcher: AgentEventDispatcher | None = None
+) -> AssistantMessage:
+    """Drain a run's ``events`` (dispatching each, when a dispatcher is given) and
+    return the RUN_COMPLETED message. Closes ``events`` whatever happens."""
+    final: AssistantMessage | None = None
+    async with aclosing(events):
+        async for event in events:
+            if dispatcher is not None:
+                await dispatcher.dispatch(event)
+            if event.type is AgentEventType.RUN_COMPLETED:
+                final = event.message
+    assert final is not None, "a run's events end with RUN_COMPLETED"
+    return final

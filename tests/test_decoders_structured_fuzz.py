@@ -13,9 +13,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from zett_agent.errors import ZettError
+from zett_agent.errors import ProviderHTTPError, ZettError
 from zett_agent.protocols import get_protocol
-from zett_agent.vendors import get_vendor
+from zett_agent.stop import StopReason
+from zett_agent.vendors import HTTPRefusal, Vendor, get_vendor
 
 KEYS = [
     "type", "choices", "delta", "message", "content", "tool_calls", "index", "id", "function",
@@ -109,3 +110,34 @@ def test_a_body_that_is_no_response_is_never_a_normal_answer(index: int, body: A
     except ZettError:
         return
     assert not response.stop_info.ok, response
+
+
+@FUZZ
+@given(st.integers(0, len(PROTOCOLS) - 1), st.binary(max_size=200))
+def test_random_bytes_as_a_body_raise_only_zett_errors(index: int, body: bytes) -> None:
+    for status in (200, 400, 429, 500):
+        with contextlib.suppress(ZettError):
+            if status == 200:
+                decoder(index).decode_body(body)
+            else:
+                decoder(index).decode_error(status, {}, body)
+
+
+@pytest.mark.parametrize(
+    "protocol", ["anthropic", "openai-chat", "openai-responses", "gemini", "ollama"]
+)
+def test_http_refusal_rule_of_a_vendor_row_is_honoured_by_every_protocol(protocol: str) -> None:
+    vendor = Vendor(
+        "gateway",
+        protocol,  # type: ignore[arg-type]
+        "http://x",
+        http_refusals=(HTTPRefusal(403, "error.code", frozenset({"blocked_by_policy"})),),
+    )
+    body = json.dumps({"error": {"code": "blocked_by_policy", "message": "No."}}).encode()
+    response = get_protocol(protocol).decoder(vendor).decode_error(403, {}, body)
+    assert response.stop_info.reason is StopReason.REFUSAL
+    assert response.stop_info.raw == "blocked_by_policy"
+    assert response.stop_info.message == "No."
+    assert response.text == ""
+    with pytest.raises(ProviderHTTPError):
+        get_protocol(protocol).decoder(vendor).decode_error(403, {}, b'{"error": {"code": "x"}}')

@@ -15,6 +15,7 @@ from httpx_sse import EventSource
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers import decode_sse_chunks, replay_call, replay_raises
 from zett_agent.errors import ProviderError, ProviderHTTPError, StreamError, ZettError
 from zett_agent.messages import (
     AssistantMessage,
@@ -47,37 +48,20 @@ async def call(
     **options: Any,
 ) -> tuple[ModelResponse, ReplayServer]:
     """One model call against a ReplayServer; returns the response and the server."""
-    with ReplayServer(replies) as server:
-        model = Model(vendor, "claude-x", base_url=server.url, api_key="test", **options)
-        try:
-            response = await model.complete(
-                request or ModelRequest(model="claude-x", messages=[UserMessage("hi")])
-            )
-        finally:
-            await model.aclose()
-    return response, server
+    return await replay_call(vendor, replies, request, model="claude-x", api_key="test", **options)
 
 
 async def call_error(*replies: Reply, **options: Any) -> tuple[ProviderError, ReplayServer]:
-    with ReplayServer(replies) as server:
-        model = Model("anthropic", "claude-x", base_url=server.url, api_key="test", **options)
-        try:
-            with pytest.raises(ProviderError) as caught:
-                await model.complete(ModelRequest(model="claude-x", messages=[UserMessage("hi")]))
-        finally:
-            await model.aclose()
-    return caught.value, server
+    error, server = await replay_raises(
+        ProviderError, "anthropic", replies, model="claude-x", api_key="test", **options
+    )
+    assert isinstance(error, ProviderError)
+    return error, server
 
 
 def decode_sse_bytes(chunks: list[bytes], vendor: Vendor = VENDOR) -> ModelResponse:
     """Sans-IO: parse SSE bytes with httpx-sse and feed the decoder."""
-    response = httpx.Response(
-        200, content=iter(chunks), headers={"content-type": "text/event-stream"}
-    )
-    decoder = PROTOCOL.decoder(vendor)
-    for sse in EventSource(response).iter_sse():
-        decoder.feed_sse(sse.event, sse.data)
-    return decoder.finish()
+    return decode_sse_chunks(PROTOCOL.decoder(vendor), chunks)
 
 
 def sse_payloads(name: str) -> list[dict[str, Any]]:

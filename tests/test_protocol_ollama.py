@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import replay_call, replay_raises
 from zett_agent.errors import (
     ProviderError,
     ProviderHTTPError,
@@ -27,12 +28,11 @@ from zett_agent.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from zett_agent.models import Model
 from zett_agent.protocols import get_protocol
 from zett_agent.protocols.base import ModelRequest, ModelResponse, ToolSpec
 from zett_agent.stop import StopReason
 from zett_agent.testing.replay import ReplayServer, Reply
-from zett_agent.vendors import HTTPRefusal, Vendor, get_vendor
+from zett_agent.vendors import get_vendor
 
 RECORDINGS = Path(__file__).parent / "recordings"
 PROTOCOL = get_protocol("ollama")
@@ -47,26 +47,12 @@ NDJSON = "application/x-ndjson"
 async def call(
     *replies: Reply, req: ModelRequest | None = None, **options: Any
 ) -> tuple[ModelResponse, ReplayServer]:
-    with ReplayServer(replies) as server:
-        model = Model("ollama", "m", base_url=server.url, max_retries=0, **options)
-        try:
-            response = await model.complete(
-                req or ModelRequest(model="m", messages=[UserMessage("hi")])
-            )
-        finally:
-            await model.aclose()
-    return response, server
+    return await replay_call("ollama", replies, req, max_retries=0, **options)
 
 
 async def call_raises(exc: type[Exception], *replies: Reply, **options: Any) -> Exception:
-    with ReplayServer(replies) as server:
-        model = Model("ollama", "m", base_url=server.url, max_retries=0, **options)
-        try:
-            with pytest.raises(exc) as caught:
-                await model.complete(ModelRequest(model="m", messages=[UserMessage("hi")]))
-        finally:
-            await model.aclose()
-    return caught.value
+    error, _ = await replay_raises(exc, "ollama", replies, max_retries=0, **options)
+    return error
 
 
 def lines(*objects: dict[str, Any] | str) -> Reply:
@@ -427,34 +413,3 @@ _JSON = st.recursive(
 @given(objects=st.lists(_JSON.map(json.dumps) | st.text(max_size=30), max_size=10))
 def test_garbage_lines_only_raise_zett_errors(objects: list[str]) -> None:
     _decode(objects)
-
-
-@settings(max_examples=40, deadline=None)
-@given(body=st.binary(max_size=200) | _JSON.map(lambda v: json.dumps(v).encode()))
-def test_garbage_bodies_only_raise_zett_errors(body: bytes) -> None:
-    for status in (200, 404, 500):
-        decoder = PROTOCOL.decoder(VENDOR)
-        try:
-            if status == 200:
-                decoder.decode_body(body)
-            else:
-                decoder.decode_error(status, {}, body)
-        except ZettError:
-            pass
-
-
-def test_http_refusal_rule_of_the_vendor_row_is_honoured() -> None:
-    vendor = Vendor(
-        "gateway",
-        "ollama",
-        "http://x",
-        http_refusals=(HTTPRefusal(403, "error.code", frozenset({"blocked_by_policy"})),),
-    )
-    body = json.dumps({"error": {"code": "blocked_by_policy", "message": "No."}}).encode()
-    response = PROTOCOL.decoder(vendor).decode_error(403, {}, body)
-    assert response.stop_info.reason is StopReason.REFUSAL
-    assert response.stop_info.raw == "blocked_by_policy"
-    assert response.stop_info.message == "No."
-    assert response.text == ""
-    with pytest.raises(ProviderHTTPError):
-        PROTOCOL.decoder(vendor).decode_error(403, {}, b'{"error": {"code": "other"}}')

@@ -12,13 +12,12 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
-from httpx_sse import EventSource
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import RECORDINGS
+from helpers import decode_sse_chunks, replay_call
 from zett_agent.errors import (
     DecodeError,
     ProviderError,
@@ -34,12 +33,11 @@ from zett_agent.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from zett_agent.models import Model
 from zett_agent.protocols import get_protocol
 from zett_agent.protocols.base import ModelRequest, ModelResponse, ToolSpec
 from zett_agent.protocols.openai_chat import OpenAIChat, OpenAIChatDecoder
 from zett_agent.stop import StopReason
-from zett_agent.testing.replay import RecordedRequest, ReplayServer, Reply
+from zett_agent.testing.replay import RecordedRequest, Reply
 from zett_agent.vendors import get_vendor
 
 R = StopReason
@@ -48,18 +46,15 @@ R = StopReason
 async def complete(
     vendor: str, *replies: Reply, streamed: bool = True, **request: Any
 ) -> tuple[ModelResponse, list[RecordedRequest]]:
-    with ReplayServer(replies) as server:
-        model = Model(
-            vendor, "m", base_url=server.url, api_key="test", max_retries=0, stream=streamed
-        )
-        try:
-            response = await model.complete(
-                ModelRequest(
-                    model="m", messages=request.pop("messages", [UserMessage("hi")]), **request
-                )
-            )
-        finally:
-            await model.aclose()
+    messages = request.pop("messages", [UserMessage("hi")])
+    response, server = await replay_call(
+        vendor,
+        replies,
+        ModelRequest(model="m", messages=messages, **request),
+        api_key="test",
+        max_retries=0,
+        stream=streamed,
+    )
     return response, server.requests
 
 
@@ -1132,13 +1127,7 @@ def test_protocol_registry_and_without_tool_calls() -> None:
 
 def decode_sse(vendor: str, pieces: list[bytes]) -> ModelResponse:
     """Feed SSE bytes split into ``pieces`` to a fresh decoder, as transport.py does."""
-    decoder = OpenAIChatDecoder(get_vendor(vendor))
-    response = httpx.Response(
-        200, content=iter(pieces), headers={"content-type": "text/event-stream"}
-    )
-    for sse in EventSource(response).iter_sse():
-        decoder.feed_sse(sse.event, sse.data)
-    return decoder.finish()
+    return decode_sse_chunks(OpenAIChatDecoder(get_vendor(vendor)), pieces)
 
 
 def outcome(vendor: str, pieces: list[bytes]) -> Any:

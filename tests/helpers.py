@@ -1,0 +1,71 @@
+"""Helpers the protocol tests share: one model call against a ReplayServer, and
+SSE bytes decoded sans-IO the way transport.py reads them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import httpx
+import pytest
+from httpx_sse import EventSource
+
+from zett_agent.messages import UserMessage
+from zett_agent.models import Model
+from zett_agent.protocols.base import Decoder, ModelRequest, ModelResponse
+from zett_agent.testing.replay import ReplayServer, Reply
+from zett_agent.vendors import Vendor
+
+
+def hello(model: str = "m") -> ModelRequest:
+    """The smallest request: one user message."""
+    return ModelRequest(model=model, messages=[UserMessage("hi")])
+
+
+async def replay_call(
+    vendor: Vendor | str,
+    replies: Iterable[Reply],
+    request: ModelRequest | None = None,
+    *,
+    model: str = "m",
+    **options: Any,
+) -> tuple[ModelResponse, ReplayServer]:
+    """``Model(vendor, model, base_url=<server>, **options).complete(request)``
+    against a ReplayServer playing ``replies``; the response and the server."""
+    with ReplayServer(replies) as server:
+        client = Model(vendor, model, base_url=server.url, **options)
+        try:
+            response = await client.complete(request or hello(model))
+        finally:
+            await client.aclose()
+    return response, server
+
+
+async def replay_raises(
+    error: type[Exception],
+    vendor: Vendor | str,
+    replies: Iterable[Reply],
+    request: ModelRequest | None = None,
+    *,
+    model: str = "m",
+    **options: Any,
+) -> tuple[Exception, ReplayServer]:
+    """As :func:`replay_call`, expecting ``error``; the exception and the server."""
+    with ReplayServer(replies) as server:
+        client = Model(vendor, model, base_url=server.url, **options)
+        try:
+            with pytest.raises(error) as caught:
+                await client.complete(request or hello(model))
+        finally:
+            await client.aclose()
+    return caught.value, server
+
+
+def decode_sse_chunks(decoder: Decoder, chunks: Iterable[bytes]) -> ModelResponse:
+    """Sans-IO: SSE bytes, split as given, parsed by httpx-sse into ``decoder``."""
+    response = httpx.Response(
+        200, content=iter(chunks), headers={"content-type": "text/event-stream"}
+    )
+    for sse in EventSource(response).iter_sse():
+        decoder.feed_sse(sse.event, sse.data)
+    return decoder.finish()

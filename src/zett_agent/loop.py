@@ -257,19 +257,17 @@ class _Run:
         else:
             response, step = failed_call(call.error, call.model), Step.END
         found = await self._recover(call, response)
+        recovery: Recovery | None = None
+        acted: tuple[str, Action] | None = None
         if found is not None:
             by, recovery = found
             kept = self._withhold(response)  # an answer a recovery acted on runs no tools
             failed = call.error is not None
             response = self.recoveries.apply(self.step, by, recovery, kept, failed=failed)
-            step = _STEP_AFTER[action_of(recovery)]
-        self.telemetry.end_chat(
-            call.span,
-            response,
-            error=call.error,
-            recovery=(found[0], action_of(found[1])) if found else None,
-        )
-        return response, step, found[1] if found else None
+            acted = (by, action_of(recovery))
+            step = _STEP_AFTER[acted[1]]
+        self.telemetry.end_chat(call.span, response, error=call.error, recovery=acted)
+        return response, step, recovery
 
     async def _store_answer(self, call: _Call, response: ModelResponse) -> AssistantMessage:
         """``after_model`` hooks (not for a failed call), store, count usage, log the step."""

@@ -20,11 +20,12 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, get_type_hints
 
 import anyio
 import anyio.to_thread
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from zett_agent.events import _maybe_await
 from zett_agent.messages import AssistantMessage, ToolCall, ToolResultMessage
@@ -40,7 +41,7 @@ CUT_OFF_ARGUMENTS = (
     "The arguments of this tool call were cut off at the output limit; it was not run."
 )
 
-_ARG_LINE = re.compile(r"^\s{2,}(\w+)\s*(?:\([^)]*\))?:\s*(.+)$")
+_ARG_LINE = re.compile(r"^(\w+)\s*(?:\([^)]*\))?:\s*(.+)$")  # "name (type): text"
 
 
 @dataclass(frozen=True)
@@ -56,8 +57,9 @@ class Tool:
     function: Callable[..., Any]
     arguments: type[BaseModel]
 
-    @property
+    @cached_property
     def spec(self) -> ToolSpec:
+        """The name, description and JSON schema sent to providers (built once)."""
         schema = self.arguments.model_json_schema()
         schema.pop("title", None)
         return ToolSpec(self.name, self.description, schema)
@@ -103,8 +105,6 @@ def as_tool(function: Callable[..., Any] | Tool) -> Tool:
             raise TypeError(f"tool {function.__name__}: *args/**kwargs are not supported")
         annotation = hints.get(name, Any)
         default = ... if param.default is param.empty else param.default
-        from pydantic import Field
-
         fields[name] = (annotation, Field(default, description=param_docs.get(name)))
     model = create_model(
         f"{function.__name__}_arguments",
@@ -200,11 +200,7 @@ def _parse_doc(doc: str) -> tuple[str, dict[str, str]]:
         if section == "summary":
             summary_lines.append(line)
         elif section == "args":
-            match = (
-                _ARG_LINE.match("  " + stripped)
-                if not line.startswith("  ")
-                else _ARG_LINE.match(line)
-            )
+            match = _ARG_LINE.match(stripped)
             if match:
                 params[match.group(1)] = match.group(2).strip()
     return "\n".join(summary_lines).strip(), params

@@ -42,9 +42,9 @@ from zett_agent.subagents import (
     CANCELLED_RAW,
     SubAgent,
     SubAgentResult,
-    _last_text,
-    _parse_task,
-    _TaskArguments,
+    TaskArguments,
+    last_text,
+    parse_task,
 )
 from zett_agent.tools import Tool
 
@@ -211,7 +211,7 @@ class BackgroundTasks:
             f"Start in the background: {subagent.description} Returns a task id at once; "
             "the result is sent to you as a message when the task ends.",
             start,
-            _TaskArguments,
+            TaskArguments,
             manager=self,
             subagent=subagent,
         )
@@ -269,7 +269,7 @@ def _cancelled(
         category=CANCELLED_RAW,
         message="The background task was cancelled.",
     )
-    return SubAgentResult(name, task, _last_text(messages), tuple(messages), stop, None, call_id)
+    return SubAgentResult(name, task, last_text(messages), tuple(messages), stop, None, call_id)
 
 
 @dataclass(frozen=True)
@@ -278,7 +278,7 @@ class _StartTool(Tool):
     subagent: SubAgent | None = field(default=None, compare=False, repr=False)
 
     async def call(self, call: ToolCall) -> ToolResultMessage:
-        task = _parse_task(call)
+        task = parse_task(call)
         if isinstance(task, ToolResultMessage):
             return task
         tasks, subagent = self.manager, self.subagent

@@ -58,7 +58,9 @@ CANCELLED_RAW = "cancelled"
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,58}")
 
 
-class _TaskArguments(BaseModel):
+class TaskArguments(BaseModel):
+    """The one argument of a subagent tool (foreground or background)."""
+
     model_config = ConfigDict(extra="forbid")
     task: str = Field(description="What the subagent should do, with everything it needs to know.")
 
@@ -133,7 +135,7 @@ class SubAgent:
         self.on_result = on_result
         self.results: list[SubAgentResult] = []
         self.tool: Tool = _SubAgentTool(
-            name, description, self._tool_function, _TaskArguments, subagent=self
+            name, description, self._tool_function, TaskArguments, subagent=self
         )
         """The foreground tool: runs the child and answers with its report."""
 
@@ -184,7 +186,7 @@ class SubAgent:
                 message=str(error),
                 detail={"error": type(error).__name__},
             )
-            text = _last_text(messages)
+            text = last_text(messages)
             return SubAgentResult(self.name, task, text, tuple(messages), stop, error, tool_call_id)
         assert final is not None
         return SubAgentResult(
@@ -199,7 +201,7 @@ class _SubAgentTool(Tool):
     subagent: SubAgent | None = field(default=None, compare=False, repr=False)
 
     async def call(self, call: ToolCall) -> ToolResultMessage:
-        task = _parse_task(call)
+        task = parse_task(call)
         if isinstance(task, ToolResultMessage):
             return task
         assert self.subagent is not None
@@ -209,15 +211,14 @@ class _SubAgentTool(Tool):
         )
 
 
-def _parse_task(call: ToolCall) -> str | ToolResultMessage:
+def parse_task(call: ToolCall) -> str | ToolResultMessage:
+    """The ``task`` of a subagent tool call, or an error result for the model."""
     try:
-        return _TaskArguments.model_validate(call.parsed_arguments()).task
+        return TaskArguments.model_validate(call.parsed_arguments()).task
     except (ValueError, ValidationError) as error:
         return ToolResultMessage(call.id, call.name, f"invalid arguments: {error}", is_error=True)
 
 
-def _last_text(messages: Sequence[Message]) -> str:
+def last_text(messages: Sequence[Message]) -> str:
+    """The text of the last assistant message in ``messages`` ("" when none)."""
     return next((m.text for m in reversed(messages) if isinstance(m, AssistantMessage)), "")
-
-
-# ---------------------------------------------------------------- background tasks

@@ -274,7 +274,7 @@ def providers() -> None:
         key = "set" if has_key else ("not needed" if not vendor.key_required else "missing")
         style = "green" if has_key else ("dim" if not vendor.key_required else "yellow")
         url = _base_url_from_env(vendor)
-        if vendor.name == "llamacpp" and _first_env((vendor.base_url_variable,)) is None:
+        if vendor.model_class and _first_env((vendor.base_url_variable,)) is None:
             url = "local server started on demand"
         table.add_row(
             vendor.name,

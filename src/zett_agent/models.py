@@ -18,6 +18,7 @@ import os
 import random
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import replace
+from importlib import import_module
 from typing import Any, Protocol
 
 import anyio
@@ -219,8 +220,9 @@ def resolve_model(model: Model | str, **options: object) -> Model:
     provider, sep, name = model.partition(":")
     if not sep or not provider or not name:
         raise ConfigError(f"model must be 'provider:model-name', got {model!r}")
-    if provider == "llamacpp":  # with or without base_url: it carries the server workarounds
-        from zett_agent.local import LocalLlamaModel
-
-        return LocalLlamaModel(name, **options)  # type: ignore[arg-type]
-    return Model(provider, name, **options)  # type: ignore[arg-type]
+    vendor = get_vendor(provider)
+    if vendor.model_class:  # a vendor with its own Model subclass (the local server)
+        module_name, _, class_name = vendor.model_class.partition(":")
+        cls = getattr(import_module(module_name), class_name)
+        return cls(name, **options)  # type: ignore[no-any-return]
+    return Model(vendor, name, **options)  # type: ignore[arg-type]

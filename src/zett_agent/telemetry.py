@@ -88,6 +88,7 @@ from typing import TYPE_CHECKING, Any
 from zett_agent.messages import AssistantMessage, ToolCall, ToolResultMessage, Usage
 from zett_agent.protocols.base import ModelRequest, ModelResponse
 from zett_agent.stop import StopInfo
+from zett_agent.vendors import VENDORS
 
 try:
     from opentelemetry import trace as otel_trace
@@ -119,22 +120,15 @@ STEP_RECORD_KEYS: tuple[str, ...] = (
 )
 """The keys of the per-step log record, in order. Stable: add, never rename."""
 
-_PROVIDER_NAMES = {  # vendor name -> gen_ai.provider.name well-known value
-    "google": "gcp.gemini",
-    "vertex": "gcp.vertex_ai",
-    "vertex-express": "gcp.vertex_ai",
-    "mistral": "mistral_ai",
-    "xai": "x_ai",
-    "openai-responses": "openai",
-}
 
 _NULL: AbstractContextManager[None] = nullcontext()
 
 
 def provider_name(vendor: str) -> str:
-    """The ``gen_ai.provider.name`` for a vendor name (a well-known value where
-    the conventions have one, else the vendor name)."""
-    return _PROVIDER_NAMES.get(vendor, vendor)
+    """The ``gen_ai.provider.name`` for a vendor name: the row's ``otel_name`` (a
+    well-known value of the conventions) where it has one, else the vendor name."""
+    row = VENDORS.get(vendor)
+    return row.otel_name if row is not None and row.otel_name else vendor
 
 
 def log_step(

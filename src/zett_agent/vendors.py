@@ -57,6 +57,9 @@ class Vendor:
     read after ``ZETT_<NAME>_BASE_URL``. ``protocol_auth`` / ``protocol_base_url``:
     for a gateway used with another protocol (``Model(..., protocol=...)``), the
     auth and base URL that protocol's endpoint expects, by protocol name.
+    ``otel_name``: the OpenTelemetry ``gen_ai.provider.name`` well-known value when
+    it differs from ``name``. ``model_class``: ``"module:Class"`` of the Model
+    subclass ``resolve_model`` builds for this vendor (default: ``Model``).
     """
 
     name: str
@@ -72,6 +75,8 @@ class Vendor:
     docs: str = ""
     protocol_auth: Mapping[str, Auth] = field(default_factory=dict)
     protocol_base_url: Mapping[str, str] = field(default_factory=dict)
+    otel_name: str | None = None
+    model_class: str | None = None
 
     @property
     def base_url_variable(self) -> str:
@@ -119,6 +124,7 @@ _VENDORS: list[Vendor] = [
         "https://api.openai.com/v1",
         key_env=("OPENAI_API_KEY",),
         base_url_env=("OPENAI_BASE_URL",),
+        otel_name="openai",
         docs="https://platform.openai.com/docs/api-reference/responses/object",
     ),
     Vendor(
@@ -177,6 +183,7 @@ _VENDORS: list[Vendor] = [
         "https://api.mistral.ai/v1",
         key_env=("MISTRAL_API_KEY",),
         finish_reasons={"model_length": _R.CONTEXT_FULL, "error": _R.INTERRUPTED},
+        otel_name="mistral_ai",
         docs="https://docs.mistral.ai/api/#tag/chat",
     ),
     Vendor(
@@ -211,6 +218,7 @@ _VENDORS: list[Vendor] = [
                 category_pattern=r"Failed check: (\w+)",
             ),
         ),
+        otel_name="x_ai",
         docs="https://docs.x.ai/docs/api-reference#chat-completions",
     ),
     Vendor(
@@ -219,6 +227,8 @@ _VENDORS: list[Vendor] = [
         "http://127.0.0.1:8080/v1",
         key_env=("LLAMACPP_API_KEY",),
         key_required=False,
+        # starts llama.cpp's server when no base URL is given; handles its faults
+        model_class="zett_agent.local:LocalLlamaModel",
         docs="https://llama-cpp-python.readthedocs.io/en/latest/server/",
     ),
     Vendor(
@@ -227,6 +237,7 @@ _VENDORS: list[Vendor] = [
         "https://generativelanguage.googleapis.com/v1beta",
         key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
         auth="x-goog-api-key",
+        otel_name="gcp.gemini",
         docs="https://ai.google.dev/api/generate-content#FinishReason",
     ),
     # Vertex AI with an OAuth access token (``gcloud auth print-access-token``). The
@@ -240,6 +251,7 @@ _VENDORS: list[Vendor] = [
         "https://aiplatform.googleapis.com/v1/projects/{project}/locations/{location}"
         "/publishers/google",
         key_env=("VERTEX_ACCESS_TOKEN", "GOOGLE_CLOUD_ACCESS_TOKEN"),
+        otel_name="gcp.vertex_ai",
         docs="https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/inference",
     ),
     # Vertex AI express mode: an API key and no project in the URL.
@@ -249,6 +261,7 @@ _VENDORS: list[Vendor] = [
         "https://aiplatform.googleapis.com/v1/publishers/google",
         key_env=("VERTEX_API_KEY", "GOOGLE_CLOUD_API_KEY"),
         auth="x-goog-api-key",
+        otel_name="gcp.vertex_ai",
         docs="https://cloud.google.com/vertex-ai/generative-ai/docs/start/express-mode/overview",
     ),
     # OpenCode Zen, a gateway with one native endpoint per model family: choose the

@@ -14,7 +14,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from zett_agent.errors import ProviderHTTPError, ZettError
+from zett_agent.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from zett_agent.protocols import get_protocol
+from zett_agent.protocols.base import ModelRequest
 from zett_agent.stop import StopReason
 from zett_agent.vendors import HTTPRefusal, Vendor, get_vendor
 
@@ -141,3 +143,23 @@ def test_http_refusal_rule_of_a_vendor_row_is_honoured_by_every_protocol(protoco
     assert response.text == ""
     with pytest.raises(ProviderHTTPError):
         get_protocol(protocol).decoder(vendor).decode_error(403, {}, b'{"error": {"code": "x"}}')
+
+
+@pytest.mark.parametrize(
+    "protocol", ["anthropic", "openai-chat", "openai-responses", "gemini", "ollama"]
+)
+def test_tool_call_arguments_nested_too_deep_still_encode(protocol: str) -> None:
+    """``'[' * 100000`` makes json.loads raise RecursionError, not ValueError: the
+    encoders that send arguments as an object send ``{}`` instead of crashing."""
+    call = ToolCall("call_1", "f", "[" * 100_000)
+    request = ModelRequest(
+        model="m",
+        messages=[
+            UserMessage("hi"),
+            AssistantMessage(tool_calls=(call,)),
+            ToolResultMessage("call_1", "f", "ok"),
+        ],
+    )
+    vendor = Vendor("gateway", protocol, "http://x")  # type: ignore[arg-type]
+    http = get_protocol(protocol).encode_request(request, vendor)
+    assert "f" in json.dumps(http.body)

@@ -52,6 +52,15 @@ class ToolCall:
             raise ValueError(f"tool call arguments are not a JSON object: {self.arguments!r}")
         return value
 
+    def arguments_object(self) -> dict[str, Any]:
+        """The arguments as a dict, leniently: ``{}`` when they are not a JSON object
+        (cut off, invalid, another JSON type, or nested too deep to parse). For
+        encoders that must send an object whatever the model wrote."""
+        try:
+            return self.parsed_arguments()
+        except (ValueError, RecursionError):
+            return {}
+
 
 @dataclass(frozen=True)
 class Usage:

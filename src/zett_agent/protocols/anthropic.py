@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from zett_agent.messages import (
@@ -71,8 +72,6 @@ _TOOL_CHOICE: Mapping[str, dict[str, str]] = {
     "required": {"type": "any"},
 }
 _STOP_DETAIL_FIELDS = frozenset({"type", "category", "explanation", "recommended_model"})
-_KINDED = frozenset({StopReason.REFUSAL, StopReason.OTHER})
-"""Reasons whose ``category`` falls back to the raw value when the provider gives none."""
 
 
 class AnthropicMessages(WireProtocol):
@@ -181,11 +180,9 @@ def _assistant_content(message: AssistantMessage) -> list[dict[str, Any]]:
     if message.text:
         blocks.append({"type": "text", "text": message.text})
     for call in message.tool_calls:
-        try:
-            arguments = call.parsed_arguments()
-        except ValueError:
-            arguments = {}
-        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": arguments})
+        blocks.append(
+            {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments_object()}
+        )
     return blocks
 
 
@@ -379,7 +376,6 @@ class AnthropicDecoder(Decoder):
             info = stop(
                 StopReason.INTERRUPTED,
                 self._error["type"],
-                category=self._error["type"],
                 message=self._error["message"],
                 detail={"error": dict(self._error)},
             )
@@ -392,21 +388,14 @@ class AnthropicDecoder(Decoder):
         return self.build(info, self._record())
 
     def _map_stop(self, raw: str) -> StopInfo:
-        table = {**STOP_REASONS, **self.vendor.finish_reasons}
-        reason = table.get(raw, StopReason.OTHER)
-        has_calls = bool(self.builder.tool_calls())
-        if reason is StopReason.END_TURN and has_calls:
-            reason = StopReason.TOOL_USE  # the content decides, not the label
-        elif reason is StopReason.TOOL_USE and not has_calls:
-            reason = StopReason.END_TURN
         details = self._stop_details if isinstance(self._stop_details, dict) else {}
         detail = {k: v for k, v in details.items() if k not in _STOP_DETAIL_FIELDS}
         if self._stop_sequence is not None:
             detail["stop_sequence"] = self._stop_sequence
         return stop(
-            reason,
+            self.reason_for(raw, STOP_REASONS),
             raw,
-            category=as_text(details.get("category")) or (raw if reason in _KINDED else None),
+            category=as_text(details.get("category")),
             message=as_text(details.get("explanation")),
             recommended_model=as_text(details.get("recommended_model")),
             detail=detail,
@@ -512,8 +501,6 @@ def _replayable(blocks: list[Any]) -> list[Any]:
 
 
 def _with_record(response: ModelResponse, record: Mapping[str, Any]) -> ModelResponse:
-    from dataclasses import replace
-
     return replace(response, provider_record=record)
 
 

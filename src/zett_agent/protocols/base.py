@@ -382,8 +382,8 @@ class Decoder(ABC):
 
     Methods raise :class:`~zett_agent.errors.ProviderError` subclasses for an
     error with no output to keep, and never any other exception for bad input:
-    malformed pieces become OTHER/INTERRUPTED stops with the raw kept (and are
-    counted in :attr:`malformed`).
+    malformed pieces are skipped and counted in :attr:`malformed`, which the
+    response reports as ``detail["malformed_events"]`` (see :meth:`build`).
     """
 
     error_shape: ClassVar[ErrorShape] = ErrorShape()
@@ -407,13 +407,26 @@ class Decoder(ABC):
         """The stream ended (cleanly or not): the final response.
 
         A stream that ended before its terminal event is INTERRUPTED with the
-        text kept, or raises :class:`~zett_agent.errors.TransportError`-like
-        errors when nothing arrived.
+        text kept (``detail["incomplete_stream"]``), also when nothing arrived: the
+        transport then raises :class:`~zett_agent.errors.TransportError`. An error
+        the provider reported in the stream before any output raises
+        :class:`~zett_agent.errors.StreamError`.
         """
 
     @abstractmethod
     def decode_body(self, body: bytes) -> ModelResponse:
         """Decode a whole non-streaming 2xx body."""
+
+    def reason_for(self, raw: str, table: Mapping[str, StopReason]) -> StopReason:
+        """The :class:`StopReason` of the provider's stop value ``raw``: the vendor
+        row's ``finish_reasons`` first, then the protocol's ``table``, then the
+        lower-cased value in both (gateways send ``"STOP"``, ``"Stop"``); else OTHER."""
+        vendor = self.vendor.finish_reasons
+        reason = vendor.get(raw) or table.get(raw)
+        if reason is None:
+            lowered = raw.lower()
+            reason = vendor.get(lowered) or table.get(lowered) or StopReason.OTHER
+        return reason
 
     def decode_error(self, status: int, headers: Mapping[str, str], body: bytes) -> ModelResponse:
         """Decode a non-2xx answer: a refusal (a vendor's ``http_refusals`` rule)
@@ -620,7 +633,3 @@ def _pick(data: Any, paths: Sequence[str], read: Callable[[Any], Any]) -> Any:
         if value is not None:
             return value
     return None
-
-
-def first(items: Sequence[Any]) -> Any:
-    return items[0] if items else None

@@ -148,11 +148,7 @@ def _contents(request: ModelRequest) -> list[dict[str, Any]]:
                 continue
             parts: list[dict[str, Any]] = [{"text": message.text}] if message.text else []
             for call in message.tool_calls:
-                try:
-                    args = call.parsed_arguments()
-                except ValueError:
-                    args = {}
-                parts.append({"functionCall": {"name": call.name, "args": args}})
+                parts.append({"functionCall": {"name": call.name, "args": call.arguments_object()}})
             if parts:
                 contents.append({"role": "model", "parts": parts})
         elif isinstance(message, ToolResultMessage):
@@ -436,7 +432,6 @@ class GeminiDecoder(Decoder):
                 stop(
                     _R.INTERRUPTED,
                     raw,
-                    category=raw,
                     message=as_text(self.error.get("message")),
                     detail={"error": self.error},
                 )
@@ -447,7 +442,6 @@ class GeminiDecoder(Decoder):
                 stop(
                     _R.REFUSAL,
                     raw,
-                    category=raw,
                     message=as_text(self.block.get("blockReasonMessage")),
                     detail={"prompt_feedback": self.block},
                 )
@@ -462,14 +456,11 @@ class GeminiDecoder(Decoder):
             return self._build(stop(_R.INTERRUPTED, message=message, detail=detail))
         raw = str(self.candidate.get("finishReason"))
         message = as_text(self.candidate.get("finishMessage"))
-        reason = self.vendor.finish_reasons.get(raw) or _FINISH.get(raw, _R.OTHER)
-        if reason is _R.END_TURN and self.builder.tool_calls():
-            reason = _R.TOOL_USE
+        reason = self.reason_for(raw, _FINISH)  # STOP with calls is TOOL_USE: see build
         detail = {}
         if reason is _R.REFUSAL and isinstance(self.candidate.get("safetyRatings"), list):
             detail["safety_ratings"] = self.candidate["safetyRatings"]
-        category = raw if reason in (_R.REFUSAL, _R.OTHER) else None
-        return self._build(stop(reason, raw, category=category, message=message, detail=detail))
+        return self._build(stop(reason, raw, message=message, detail=detail))
 
     def _build(self, info: StopInfo) -> ModelResponse:
         if self._usage_meta is not None:

@@ -44,6 +44,7 @@ from zett_agent.protocols.base import (
     as_list,
     as_text,
     load_json,
+    parse_json,
     stop,
 )
 from zett_agent.stop import StopReason
@@ -75,7 +76,7 @@ class OllamaChat(WireProtocol):
                 entry: dict[str, Any] = {"role": "assistant", "content": message.text}
                 if message.tool_calls:
                     entry["tool_calls"] = [
-                        {"function": {"name": c.name, "arguments": _arguments_object(c.arguments)}}
+                        {"function": {"name": c.name, "arguments": c.arguments_object()}}
                         for c in message.tool_calls
                     ]
                 messages.append(entry)
@@ -98,15 +99,6 @@ class OllamaChat(WireProtocol):
         return OllamaDecoder(vendor)
 
 
-def _arguments_object(text: str) -> Any:
-    """JSON argument text as the object Ollama expects (``{}`` if it is not valid JSON)."""
-    try:
-        value = json.loads(text or "{}")
-    except (ValueError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 class OllamaDecoder(Decoder):
     """Sans-IO decoder of one Ollama chat answer (NDJSON lines or one JSON object)."""
 
@@ -119,11 +111,13 @@ class OllamaDecoder(Decoder):
         self._calls = 0
 
     def feed_line(self, line: str) -> list[StreamEvent]:
-        if self.final is not None or self.error is not None or not line.strip():
+        if self.final is not None or self.error is not None:
             return []  # anything after the end (a gateway's cost line) is ignored
         try:
-            obj = json.loads(line)
+            obj = parse_json(line)
         except (ValueError, RecursionError):
+            if not line.strip():
+                return []  # a blank line (the transport skips them; direct callers may not)
             obj = None
         return self._object(obj, streamed=True)
 
@@ -180,14 +174,8 @@ class OllamaDecoder(Decoder):
             return self.build(stop(_R.INTERRUPTED, detail={"incomplete_stream": True}))
         raw = self.final.get("done_reason")
         raw = str(raw) if raw is not None and raw != "" else None
-        reason = (
-            _R.END_TURN
-            if raw is None
-            else (self.vendor.finish_reasons.get(raw) or _DONE.get(raw, _R.OTHER))
-        )
-        if reason is _R.END_TURN and self.builder.tool_calls():
-            reason = _R.TOOL_USE
-        return self.build(stop(reason, raw, category=raw if reason is _R.OTHER else None))
+        reason = _R.END_TURN if raw is None else self.reason_for(raw, _DONE)
+        return self.build(stop(reason, raw))  # stop with tool calls is TOOL_USE: see build
 
     def decode_body(self, body: bytes) -> ModelResponse:
         try:

@@ -393,7 +393,7 @@ class OpenAIChatDecoder(Decoder):
 
     def _on_error(self, error: Any, *, whole: bool) -> None:
         self._error = error
-        finish = self._map(self._finish) if self._finish else None
+        finish = self.reason_for(self._finish, FINISH_REASONS) if self._finish else None
         if self.builder.has_output or finish in _KEEP_OVER_ERROR:
             return
         message, error_type, code, status = _error_fields(error)
@@ -407,16 +407,6 @@ class OpenAIChatDecoder(Decoder):
         )
 
     # -- concluding
-    def _map(self, raw: str) -> StopReason:
-        table = self.vendor.finish_reasons
-        return (
-            table.get(raw)
-            or FINISH_REASONS.get(raw)
-            or table.get(raw.lower())
-            or FINISH_REASONS.get(raw.lower())
-            or StopReason.OTHER
-        )
-
     def _conclude(self, *, complete: bool) -> StopInfo:
         detail: dict[str, Any] = {}
         if self._has_native:
@@ -426,14 +416,14 @@ class OpenAIChatDecoder(Decoder):
         if not complete:
             detail["incomplete_stream"] = True
         raw = self._finish
-        reason = self._map(raw) if raw else None
+        reason = self.reason_for(raw, FINISH_REASONS) if raw else None
         if self._refusal:
             return stop(
                 _R.REFUSAL, raw, category="refusal", message="".join(self._refusal), detail=detail
             )
         if self._error is not None:
             if reason in _KEEP_OVER_ERROR:
-                return stop(reason, raw, category=raw, detail=detail)
+                return stop(reason, raw, detail=detail)
             message, error_type, code, _ = _error_fields(self._error)
             kind = _error_raw(self._error, error_type, code)
             # raw is the provider's own finish_reason when it sent one ("error");
@@ -447,11 +437,9 @@ class OpenAIChatDecoder(Decoder):
                 message="the stream ended without a finish_reason or [DONE]",
                 detail=detail,
             )
-        if reason is _R.END_TURN and self.builder.tool_calls():
-            reason = _R.TOOL_USE  # content decides: tool calls with "stop"
         if reason is _R.REFUSAL and self._filter_results:
             detail["content_filter_results"] = self._filter_results
-        return stop(reason, raw, category=raw, detail=detail)
+        return stop(reason, raw, detail=detail)  # tool calls with "stop": TOOL_USE (build)
 
     def _build(self, info: StopInfo) -> ModelResponse:
         """The response; its record keeps ``reasoning_content`` (DeepSeek and Kimi want it

@@ -25,7 +25,6 @@ response) is what it says: a completed answer.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Hashable, Mapping
 from typing import Any
 
@@ -49,6 +48,7 @@ from zett_agent.protocols.base import (
     as_list,
     as_text,
     load_json,
+    parse_json,
     stop,
 )
 from zett_agent.stop import StopInfo, StopReason
@@ -164,11 +164,13 @@ class ResponsesDecoder(Decoder):
 
     # ---------------------------------------------------------------- stream
     def feed_sse(self, event: str, data: str) -> list[StreamEvent]:
-        if self.terminal is not None or event == "ping" or data.strip() in ("", "[DONE]"):
+        if self.terminal is not None or event == "ping":
             return []
         try:
-            obj = json.loads(data)
+            obj = parse_json(data)
         except (ValueError, RecursionError):
+            if data.strip() in ("", "[DONE]"):
+                return []
             obj = None
         if not isinstance(obj, dict):
             self.malformed += 1
@@ -380,19 +382,15 @@ class ResponsesDecoder(Decoder):
         refusal = "".join(self.refusal) or None
         if status == "completed":
             if self.refusal:
-                return self._build(stop(_R.REFUSAL, "refusal", category="refusal", message=refusal))
-            reason = _R.TOOL_USE if self.builder.tool_calls() else _R.END_TURN
-            return self._build(stop(reason, status))
+                return self._build(stop(_R.REFUSAL, "refusal", message=refusal))
+            return self._build(stop(_R.END_TURN, status))  # TOOL_USE with calls: see build
         if status == "incomplete":
             raw = as_text(as_dict(response.get("incomplete_details")).get("reason")) or status
-            reason = self.vendor.finish_reasons.get(raw) or _INCOMPLETE.get(raw, _R.OTHER)
-            if self.refusal and reason is not _R.REFUSAL:
-                reason = _R.REFUSAL
-            category = raw if reason in (_R.REFUSAL, _R.OTHER) else None
-            return self._build(stop(reason, raw, category=category, message=refusal))
+            reason = _R.REFUSAL if self.refusal else self.reason_for(raw, _INCOMPLETE)
+            return self._build(stop(reason, raw, message=refusal))
         if status == "cancelled":
             return self._build(stop(_R.INTERRUPTED, status))
-        return self._build(stop(_R.OTHER, status or None, category=status or None))
+        return self._build(stop(_R.OTHER, status or None))
 
     def _failed(self, error: dict[str, Any], *, streamed: bool) -> ModelResponse:
         code = as_text(str(error["code"]) if error.get("code") is not None else None)
@@ -404,15 +402,12 @@ class ResponsesDecoder(Decoder):
             or as_text(error.get("error_type")) in _REFUSAL_ERROR_TYPES
         ):
             raw = code or kind or str(error.get("error_type"))
-            return self._build(
-                stop(_R.REFUSAL, raw, category=raw, message=message, detail={"error": error})
-            )
+            return self._build(stop(_R.REFUSAL, raw, message=message, detail={"error": error}))
         if self.builder.has_output:
             return self._build(
                 stop(
                     _R.INTERRUPTED,
                     code or kind,
-                    category=code or kind,
                     message=message,
                     detail={"error": error},
                 )

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from zett_agent.cli import EXIT_CODES, app
-from zett_agent.cli_inspect import detect_format
+from zett_agent.cli.inspect import detect_format
 from zett_agent.testing.replay import ReplayServer, Reply
 
 RECORDINGS = Path(__file__).parent / "recordings"
@@ -360,7 +360,7 @@ def test_run_local_model_max_output_exit_4() -> None:
 
 
 def test_exit_code_table() -> None:
-    from zett_agent.cli_run import exit_code_for
+    from zett_agent.cli.run import exit_code_for
     from zett_agent.stop import StopInfo, StopReason
 
     assert exit_code_for(None) == 0

@@ -19,14 +19,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from zett_agent.cli_inspect import (
+from zett_agent.cli.inspect import (
     PROTOCOL_CHOICES,
     decode_captured,
     detect_format,
     error_record,
     response_record,
 )
-from zett_agent.cli_run import DEFAULT_MODEL, EXIT_CODES, RunOptions, run_agent, stdin_prompt
+from zett_agent.cli.run import DEFAULT_MODEL, EXIT_CODES, RunOptions, run_agent, stdin_prompt
 from zett_agent.demo_tools import select_demo_tools
 from zett_agent.errors import ConfigError, ZettError
 from zett_agent.models import _base_url_from_env, _first_env
@@ -284,7 +284,3 @@ def providers() -> None:
             url,
         )
     _out().print(table)
-
-
-if __name__ == "__main__":
-    app()

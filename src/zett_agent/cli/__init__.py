@@ -1,0 +1,10 @@
+"""The ``zett`` command line, one module per command.
+
+``main`` holds the typer ``app`` and the ``run``, ``inspect`` and ``providers``
+commands; ``run`` and ``inspect`` hold what those commands do. A new command is a
+new module here that registers itself on ``app`` and is imported below.
+"""
+
+from zett_agent.cli.main import EXIT_CODES, app
+
+__all__ = ["EXIT_CODES", "app"]

@@ -34,7 +34,7 @@ def framed(data: bytes, cuts: list[int], limit: int = 1 << 20) -> list[tuple[str
     framer = SSEFramer(limit)
     out: list[tuple[str, str]] = []
     start = 0
-    for cut in sorted({c % (len(data) + 1) for c in cuts}) + [len(data)]:
+    for cut in [*sorted({c % (len(data) + 1) for c in cuts}), len(data)]:
         out += framer.feed(data[start:cut])
         start = cut
     return out

@@ -108,7 +108,7 @@ async def test_the_key_reaches_no_event_span_log_or_stored_row(
         "events": repr(events),
         "spans": repr(
             [(s.name, dict(s.attributes or {}), s.events) for s in exporter.get_finished_spans()]
-        ),  # noqa: E501
+        ),
         "logs": caplog.text + repr([r.__dict__ for r in caplog.records]),
         "store": store.read_bytes().decode("utf-8", "replace"),
     }
@@ -152,20 +152,20 @@ ANSWER = RECORDINGS / "anthropic__stream_tool_use_input_json_delta.sse"
 async def test_credentials_never_follow_a_redirect_to_another_origin(
     vendor: str, header: str
 ) -> None:
-    with ReplayServer([Reply.json({"error": {"message": "who are you"}}, status=401)]) as other:
-        with ReplayServer([redirect_to(other.url)]) as server:
-            client = httpx.AsyncClient(follow_redirects=True)
-            model = Model(
-                vendor,
-                "m",
-                base_url=server.url,
-                api_key=KEY,
-                client=client,
-                headers={"x-gateway-token": GATEWAY},
-            )
-            with pytest.raises(ProviderHTTPError):
-                await model.complete(_request())
-            await client.aclose()
+    other = ReplayServer([Reply.json({"error": {"message": "who are you"}}, status=401)])
+    with other, ReplayServer([redirect_to(other.url)]) as server:
+        client = httpx.AsyncClient(follow_redirects=True)
+        model = Model(
+            vendor,
+            "m",
+            base_url=server.url,
+            api_key=KEY,
+            client=client,
+            headers={"x-gateway-token": GATEWAY},
+        )
+        with pytest.raises(ProviderHTTPError):
+            await model.complete(_request())
+        await client.aclose()
     assert server.requests[0].headers[header].endswith(KEY)  # the provider got it
     followed = other.requests[0].headers
     assert header not in followed and "x-gateway-token" not in followed, followed

@@ -548,10 +548,11 @@ def _interrupted(response: ModelResponse, why: str, limit: str | None) -> ModelR
     info = response.stop_info
     if info.reason is not StopReason.INTERRUPTED:
         return response
-    extra: dict[str, Any] = {"transport_error": why}
-    if limit is not None:
-        extra["limit"] = limit
-    return replace(response, stop_info=info.with_detail(**extra))
+    if limit is None:
+        return replace(response, stop_info=info.with_detail(transport_error=why))
+    # a limit the host set ended it: say which, rather than "the stream ended"
+    info = replace(info, message=why)
+    return replace(response, stop_info=info.with_detail(transport_error=why, limit=limit))
 
 
 def _describe(error: BaseException) -> str:

@@ -14,7 +14,8 @@ A stalled stream always ends at the time the host set (issue 11, part 2):
 * waiting for a pooled connection is :class:`PoolTimeoutError`, not "idle".
 
 Times are measured from the client's side (the last TEXT_DELTA event), with wide
-margins: what is checked is *which* clock ended the call, not speed.
+margins (a loaded machine): what is checked is *which* clock ended the call, not
+speed; the clock that must not end it would end it several seconds later.
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ async def test_keepalive_stall_after_text_ends_at_the_idle_timeout(
         out = await run(server, wire, tmp_path, idle_timeout=0.6)
     message = out.interrupted("idle_timeout")
     assert message.text == TEXTS[0] + TEXTS[1]
-    assert 0.5 <= out.after_text < 1.6, out.after_text  # not when the keep-alives stop
+    assert 0.5 <= out.after_text < 3.0, out.after_text  # not when the keep-alives stop
     assert len(server.requests) == 1
 
 
@@ -136,7 +137,7 @@ async def test_trickle_after_text_ends_at_the_idle_timeout(wire: Wire, tmp_path:
         out = await run(server, wire, tmp_path, idle_timeout=0.6)
     message = out.interrupted("idle_timeout")
     assert message.text == TEXTS[0] + TEXTS[1]
-    assert 0.5 <= out.after_text < 1.6, out.after_text
+    assert 0.5 <= out.after_text < 3.0, out.after_text
     assert len(server.requests) == 1
 
 
@@ -146,7 +147,7 @@ async def test_attempt_deadline_mid_stream_keeps_the_text(wire: Wire, tmp_path: 
         out = await run(server, wire, tmp_path, idle_timeout=5, attempt_timeout=1.2)
     message = out.interrupted("attempt_timeout")  # content kept flowing: not idle
     assert message.text.startswith("0 1 2 ") and len(message.text) < 200
-    assert 1.1 <= out.elapsed < 2.5, out.elapsed
+    assert 1.1 <= out.elapsed < 3.5, out.elapsed
     assert len(server.requests) == 1
 
 
@@ -175,7 +176,7 @@ async def test_keepalives_before_output_end_at_the_first_output_limit(
     error = out.result
     assert isinstance(error, CallTimeoutError) and error.limit == "first_output_timeout"
     assert error.retryable  # nothing came: sending again is safe
-    assert 0.9 <= out.elapsed < 2.5, out.elapsed
+    assert 0.9 <= out.elapsed < 3.5, out.elapsed
     assert [type(m) for m in out.stored] == [UserMessage]
 
 
@@ -186,7 +187,7 @@ async def test_attempt_deadline_before_any_byte_is_not_retried(wire: Wire, tmp_p
     error = out.result
     assert isinstance(error, CallTimeoutError) and error.limit == "attempt_timeout"
     assert not error.retryable
-    assert 0.7 <= out.elapsed < 2.5, out.elapsed
+    assert 0.7 <= out.elapsed < 3.0, out.elapsed
     assert len(server.requests) == 1
 
 
@@ -201,7 +202,7 @@ async def test_attempt_deadline_bounds_a_trickled_whole_body(wire: Wire, tmp_pat
         )
     error = out.result
     assert isinstance(error, CallTimeoutError) and error.limit == "attempt_timeout"
-    assert 1.4 <= out.elapsed < 3.0, out.elapsed
+    assert 1.4 <= out.elapsed < 4.0, out.elapsed
     assert len(server.requests) == 1
 
 
@@ -259,7 +260,7 @@ async def test_case_anthropic_text_then_pings_every_half_second(tmp_path: Path) 
         out = await run(server, WIRES["anthropic"], tmp_path, idle_timeout=1, max_retries=2)
     message = out.interrupted("idle_timeout")
     assert message.text == "The three root causes were"
-    assert 0.9 <= out.after_text < 2.5, out.after_text
+    assert 0.9 <= out.after_text < 3.5, out.after_text
     assert len(server.requests) == 1
 
 

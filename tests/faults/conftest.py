@@ -22,7 +22,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if match is None:
         return
     fault, params = match.groups()
-    protocol = next((w for w in _PROTOCOLS if f"-{params}-".find(f"-{w}-") >= 0), params)
+    protocol = next((w for w in _PROTOCOLS if f"-{params}-".find(f"-{w}-") >= 0), None)
+    if protocol is None:  # not parametrized by protocol: not a row of the matrix
+        return
     rest = f"-{params}-".replace(f"-{protocol}-", "-", 1).strip("-")
     name = f"{fault}[{rest}]" if rest else fault  # an HTTP status, a keep-alive kind
     _RESULTS[(name, protocol)].append(report.passed)

@@ -214,7 +214,9 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
     model: Model | None = None
     agent: Any = None
     try:
-        timing = {} if options.attempt_timeout is None else {"attempt_timeout": options.attempt_timeout}
+        timing = (
+            {} if options.attempt_timeout is None else {"attempt_timeout": options.attempt_timeout}
+        )
         model = resolve_model(options.model, **timing)
         if getattr(model, "starts_server", False):
             printer.wait(f"Starting the local llama.cpp server ({model.name})…")

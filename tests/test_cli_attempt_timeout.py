@@ -9,6 +9,8 @@ import time
 
 from zett_agent.testing import ReplayServer, Reply
 
+ZETT = [sys.executable, "-m", "zett_agent.cli"]
+
 
 def test_attempt_timeout_ends_a_slow_stream_as_interrupted() -> None:
     def chunk(text: str) -> dict[str, object]:
@@ -19,8 +21,17 @@ def test_attempt_timeout_ends_a_slow_stream_as_interrupted() -> None:
     with ReplayServer([reply]) as server:
         start = time.monotonic()
         done = subprocess.run(
-            [sys.executable, "-m", "zett_agent.cli", "run", "-m", "openai:gpt-x"]
-            + ["--tools", "none", "--attempt-timeout", "1.5", "x"],
+            [
+                *ZETT,
+                "run",
+                "-m",
+                "openai:gpt-x",
+                "--tools",
+                "none",
+                "--attempt-timeout",
+                "1.5",
+                "x",
+            ],
             env={**os.environ, "ZETT_OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "test"},
             capture_output=True,
             text=True,

@@ -76,9 +76,12 @@ async def test_a_flood_without_events_after_text_is_interrupted(wire: Wire) -> N
 
 async def test_a_whole_body_over_the_limit_is_not_retried(wire: Wire) -> None:
     body = b'{"padding": "' + b"p" * 200 * KiB + b'"}'
-    with ReplayServer([Reply.body(body), unused()]) as server:
-        with pytest.raises(ResponseLimitError) as caught:
-            await complete(server, wire, stream=False, limits=ReadLimits(max_body_bytes=64 * KiB))
+    limits = ReadLimits(max_body_bytes=64 * KiB)
+    with (
+        ReplayServer([Reply.body(body), unused()]) as server,
+        pytest.raises(ResponseLimitError) as caught,
+    ):
+        await complete(server, wire, stream=False, limits=limits)
     assert caught.value.limit == "max_body_bytes" and not caught.value.retryable
     assert len(server.requests) == 1
 

@@ -103,11 +103,9 @@ class _Watchdog:
         self._handle: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[Any] | None = None
-        try:
-            self._loop = asyncio.get_running_loop()  # raises under another backend (trio)
+        self._loop = _asyncio_loop()
+        if self._loop is not None:
             self._task = asyncio.current_task()
-        except RuntimeError:
-            pass
         self._start()
 
     def _start(self) -> None:
@@ -200,6 +198,14 @@ class _Watchdog:
         if scope.cancelled_caught:
             raise self.expiry(limit)
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop; None under another anyio backend (trio)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 async def _next(watch: _Watchdog, chunks: AsyncIterator[bytes]) -> bytes:

@@ -321,3 +321,34 @@ async def test_responses_encrypted_reasoning_items_are_progress(tmp_path: Path) 
         out = await run(server, wire, tmp_path, idle_timeout=0.6)
     assert isinstance(out.result, AssistantMessage) and out.result.stop is None, out.result
     assert out.result.text == "Hm. Done."
+
+
+# ---------------------------------------------------------------- without the timer
+
+
+@pytest.fixture
+def no_timer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The watchdog as under a backend other than asyncio: a cancel scope per read."""
+    from zett_agent import transport
+
+    monkeypatch.setattr(transport, "_asyncio_loop", lambda: None)
+
+
+@pytest.mark.usefixtures("no_timer")
+async def test_without_the_timer_keepalives_still_end_at_the_idle_timeout(tmp_path: Path) -> None:
+    wire = WIRES["anthropic"]
+    chunks = [*wire.head(), *wire.text(TEXTS[0]), *[wire.keepalive("empty")] * 100]
+    with ReplayServer([paced(wire, chunks, 0.1), unused()]) as server:
+        out = await run(server, wire, tmp_path, idle_timeout=0.6)
+    assert out.interrupted("idle_timeout").text == TEXTS[0]
+    assert 0.5 <= out.after_text < 3.0, out.after_text
+
+
+@pytest.mark.usefixtures("no_timer")
+async def test_without_the_timer_the_deadline_ends_a_silent_call(tmp_path: Path) -> None:
+    wire = WIRES["openai-chat"]
+    reply = wire.reply(wire.answer(TEXTS), stall_after=0, stall_seconds=4.0)
+    with ReplayServer([reply, unused()]) as server:
+        out = await run(server, wire, tmp_path, attempt_timeout=0.8, max_retries=2)
+    assert isinstance(out.result, CallTimeoutError) and out.result.limit == "attempt_timeout"
+    assert 0.7 <= out.elapsed < 3.0, out.elapsed

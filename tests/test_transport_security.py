@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from zett_agent import AgentRunConfig, Model, ProviderHTTPError, StopReason, create_agent
 from zett_agent.client import AgentClient
-from zett_agent.errors import UnexpectedContentError
+from zett_agent.errors import TransportError, UnexpectedContentError
 from zett_agent.redact import REDACTED, Redactor, secrets_of
 from zett_agent.testing import ReplayServer, Reply
 
@@ -231,3 +231,17 @@ async def test_a_whole_json_body_to_a_streamed_call_is_decoded_as_a_body(
         await whole.aclose()
     assert "stream" not in server.requests[1].json or not server.requests[1].json["stream"]
     assert a.stop_info == b.stop_info and a.text == b.text and a.tool_calls == b.tool_calls
+
+
+async def test_a_corrupt_compressed_stream_is_a_typed_error() -> None:
+    reply = Reply(
+        [b"\x1f\x8b this is not gzip"],
+        content_type="text/event-stream",
+        headers={"content-encoding": "gzip"},
+    )
+    with ReplayServer([reply]) as server:
+        model = Model("openai", "m", base_url=server.url, api_key=KEY, max_retries=0)
+        with pytest.raises(TransportError) as caught:
+            await model.complete(_request())
+        await model.aclose()
+    assert "compressed body is corrupt" in str(caught.value)

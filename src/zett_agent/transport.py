@@ -402,7 +402,7 @@ async def _read(
             return
     except _ExpiredError as expired:
         raise CallTimeoutError(str(expired), limit=expired.limit) from None
-    except (httpx.TransportError, zlib.error) as error:
+    except (httpx.TransportError, httpx.DecodingError, zlib.error) as error:
         raise TransportError(_describe(error)) from error
     async for item in _stream(response, request, decoder, watch, limits):
         yield item
@@ -510,7 +510,7 @@ async def _stream(
         why, limit = f"one event is over max_event_bytes={error.limit}", "max_event_bytes"
     except _LimitError as error:
         why, limit = str(error), error.limit
-    except (httpx.TransportError, zlib.error) as error:
+    except (httpx.TransportError, httpx.DecodingError, zlib.error) as error:
         why = _describe(error)
     if why is not None:
         if not decoder.builder.has_output:

@@ -13,7 +13,7 @@ goes wrong on the wire into the rules of the stop vocabulary:
   (retryable for a failed connection or the first-output limit; not for the
   deadline, a size limit, pool exhaustion or an HTML page).
 
-Timing has one watchdog per attempt (:class:`_Watchdog`): a timer on the event loop
+Timing has one watchdog per attempt (:mod:`zett_agent.watchdog`): a timer on the event loop
 that sleeps until the next limit is due. The read loop only stamps the time after
 a chunk produced stream events (keep-alives produce none), so no per-chunk timer
 is made or cancelled. When a limit passes while the loop waits for bytes, the
@@ -23,12 +23,10 @@ clocks start when the request is being sent (httpx's ``trace`` extension).
 
 from __future__ import annotations
 
-import asyncio
 import time
 import zlib
-from collections.abc import AsyncIterator, Awaitable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
-from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -47,6 +45,7 @@ from zett_agent.protocols.base import Decoder, HTTPRequest, ModelResponse, Strea
 from zett_agent.protocols.framing import FrameTooLargeError, Inflater, LineFramer, SSEFramer
 from zett_agent.protocols.framing import inflater_for as _inflater_for
 from zett_agent.stop import StopReason
+from zett_agent.watchdog import ExpiredError, Watchdog, next_chunk, wait_for
 
 __all__ = ["credential_headers", "send"]
 
@@ -57,173 +56,6 @@ _EXCERPT = 300
 _CREDENTIALS = frozenset(
     {"authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key", "cookie"}
 )
-
-
-class _ExpiredError(Exception):
-    """A limit of the watchdog passed (internal: turned into a stop or an error)."""
-
-    def __init__(self, limit: str, message: str) -> None:
-        super().__init__(message)
-        self.limit = limit
-
-
-class _Watchdog:
-    """The clocks of one attempt: first output, idle (no content progress), deadline.
-
-    Asyncio: one ``call_at`` timer, re-armed only when it fires early; it cancels
-    the task only while the task waits for bytes (``reading``), and the read loop
-    turns that cancellation into :class:`_ExpiredError`. Other backends: each wait for
-    bytes gets a cancel scope with the time left (:meth:`wait`).
-    """
-
-    __slots__ = (
-        "_handle",
-        "_loop",
-        "_opaque",
-        "_task",
-        "deadline_at",
-        "decoder",
-        "expired",
-        "first_at",
-        "last",
-        "pooling",
-        "reading",
-        "streamed",
-        "timeouts",
-    )
-
-    def __init__(self, timeouts: CallTimeouts, decoder: Decoder, *, streamed: bool) -> None:
-        self.timeouts = timeouts
-        self.decoder = decoder
-        self.streamed = streamed
-        self.expired: _ExpiredError | None = None
-        self.reading = False
-        self.pooling = True  # until the connection is ours: the pool timeout applies
-        self._opaque = 0
-        self._handle: asyncio.TimerHandle | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._task: asyncio.Task[Any] | None = None
-        self._loop = _asyncio_loop()
-        if self._loop is not None:
-            self._task = asyncio.current_task()
-        self._start()
-
-    def _start(self) -> None:
-        now = time.monotonic()
-        t = self.timeouts
-        self.deadline_at = now + t.attempt
-        if not self.streamed:
-            self.first_at = self.deadline_at  # a whole body: only the deadline
-        else:
-            self.first_at = min(now + t.first_output, self.deadline_at)
-        self.last = now
-        # before output the timer also wakes every idle period, to see output start
-        self._arm(min(self.first_at, now + t.idle))
-
-    def _arm(self, when: float) -> None:
-        if self._loop is None:
-            return
-        if self._handle is not None:
-            self._handle.cancel()
-        # loop.time() is time.monotonic() for the default loops; arm relative anyway
-        self._handle = self._loop.call_later(max(0.0, when - time.monotonic()), self._fire)
-
-    def close(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-
-    async def trace(self, name: str, info: Mapping[str, Any]) -> None:
-        """httpx ``trace`` hook: the first connection or send event ends the pool wait."""
-        if self.pooling and (name.startswith("connection.") or "send_request" in name):
-            self.pooling = False
-            self._start()
-
-    def due(self) -> tuple[float, str]:
-        """When the next limit passes, and its name."""
-        opaque = self.decoder.opaque_progress
-        if opaque != self._opaque:  # encrypted reasoning or a signature arrived
-            self._opaque = opaque
-            self.last = max(self.last, time.monotonic())
-        if self.decoder.builder.has_output:
-            when, limit = self.last + self.timeouts.idle, "idle_timeout"
-        else:
-            when, limit = self.first_at, "first_output_timeout"
-        if self.deadline_at <= when:
-            return self.deadline_at, "attempt_timeout"
-        return when, limit
-
-    def _fire(self) -> None:
-        self._handle = None
-        now = time.monotonic()
-        when, limit = self.due()
-        if self.pooling:
-            self._arm(now + self.timeouts.idle)  # the trace hook restarts the clocks
-            return
-        if now < when:
-            self._arm(min(when, now + self.timeouts.idle))
-            return
-        if not self.reading:  # the consumer holds the task: only the deadline counts
-            if limit == "attempt_timeout":
-                self.expired = self.expiry(limit)
-            else:
-                self._arm(now + min(1.0, self.timeouts.idle / 4))
-            return
-        self.expired = self.expiry(limit)
-        assert self._task is not None
-        self._task.cancel()
-
-    def expiry(self, limit: str) -> _ExpiredError:
-        t = self.timeouts
-        if limit == "idle_timeout":
-            why = f"idle timeout: no content progress from the provider for {t.idle:g} s"
-        elif limit == "first_output_timeout":
-            why = f"first-output timeout: no output from the provider within {t.first_output:g} s"
-        else:
-            why = f"attempt timeout: the call was not finished within {t.attempt:g} s"
-        return _ExpiredError(limit, why)
-
-    def cancelled(self) -> _ExpiredError | None:
-        """After a CancelledError while reading: the expiry it was, if it was ours
-        (and no other cancellation is pending)."""
-        if self.expired is None or self._task is None:
-            return None
-        return self.expired if self._task.uncancel() == 0 else None
-
-    async def wait(self, chunks: AsyncIterator[bytes]) -> bytes:
-        """The next chunk under a cancel scope (backends without the timer)."""
-        when, limit = self.due()
-        with anyio.move_on_after(max(0.0, when - time.monotonic())) as scope:
-            return await chunks.__anext__()
-        if scope.cancelled_caught:
-            raise self.expiry(limit)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _asyncio_loop() -> asyncio.AbstractEventLoop | None:
-    """The running asyncio loop; None under another anyio backend (trio)."""
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-
-
-async def _next(watch: _Watchdog, chunks: AsyncIterator[bytes]) -> bytes:
-    """The next raw chunk, or :class:`_ExpiredError` (StopAsyncIteration at the end)."""
-    if watch.expired is not None:
-        raise watch.expired
-    if watch._loop is None:
-        return await watch.wait(chunks)
-    watch.reading = True
-    try:
-        return await chunks.__anext__()
-    except asyncio.CancelledError:
-        expired = watch.cancelled()
-        if expired is None:
-            raise
-        raise expired from None
-    finally:
-        watch.reading = False
 
 
 def credential_headers(headers: Mapping[str, str], secrets: frozenset[str]) -> set[str]:
@@ -258,7 +90,7 @@ async def send(
     timeouts = timeouts or CallTimeouts()
     limits = limits or ReadLimits()
     streamed = request.response_format != "json"
-    watch = _Watchdog(timeouts, decoder, streamed=streamed)
+    watch = Watchdog(timeouts, decoder, streamed=streamed)
     try:
         async for item in _send(
             client, url, request, headers, decoder, watch, timeout, limits, secrets
@@ -274,7 +106,7 @@ async def _send(
     request: HTTPRequest,
     headers: Mapping[str, str],
     decoder: Decoder,
-    watch: _Watchdog,
+    watch: Watchdog,
     timeout: httpx.Timeout | None,
     limits: ReadLimits,
     secrets: frozenset[str],
@@ -282,7 +114,7 @@ async def _send(
     sent_headers = {"accept-encoding": "gzip, deflate", **headers, **request.headers}
     try:
         response = await _open(client, url, request, sent_headers, watch, timeout, secrets)
-    except _ExpiredError as expired:
+    except ExpiredError as expired:
         raise CallTimeoutError(str(expired), limit=expired.limit) from None
     except httpx.PoolTimeout as error:
         raise PoolTimeoutError(
@@ -304,7 +136,7 @@ async def _open(
     url: str,
     request: HTTPRequest,
     headers: dict[str, str],
-    watch: _Watchdog,
+    watch: Watchdog,
     timeout: httpx.Timeout | None,
     secrets: frozenset[str],
 ) -> httpx.Response:
@@ -322,9 +154,7 @@ async def _open(
     )
     credentials = credential_headers(headers, secrets)
     for _ in range(client.max_redirects + 1):
-        response = await _wait_for(
-            watch, client.send(outgoing, stream=True, follow_redirects=False)
-        )
+        response = await wait_for(watch, client.send(outgoing, stream=True, follow_redirects=False))
         watch.pooling = False
         following = response.next_request
         if following is None or not client.follow_redirects:
@@ -337,25 +167,6 @@ async def _open(
     raise TransportError(f"more than {client.max_redirects} redirects")
 
 
-async def _wait_for(watch: _Watchdog, opening: Awaitable[httpx.Response]) -> httpx.Response:
-    """Await ``opening`` (sending, then the response's headers) under the watchdog."""
-    if watch._loop is None:
-        when, limit = watch.due()
-        with anyio.move_on_after(max(0.0, when - time.monotonic())):
-            return await opening
-        raise watch.expiry(limit)
-    watch.reading = True
-    try:
-        return await opening
-    except asyncio.CancelledError:
-        expired = watch.cancelled()
-        if expired is None:
-            raise
-        raise expired from None
-    finally:
-        watch.reading = False
-
-
 def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
     return url.scheme, url.host, url.port
 
@@ -364,7 +175,7 @@ async def _read(
     response: httpx.Response,
     request: HTTPRequest,
     decoder: Decoder,
-    watch: _Watchdog,
+    watch: Watchdog,
     limits: ReadLimits,
 ) -> AsyncIterator[StreamEvent | ModelResponse]:
     status = response.status_code
@@ -400,7 +211,7 @@ async def _read(
                 )
             yield decoder.decode_body(body)
             return
-    except _ExpiredError as expired:
+    except ExpiredError as expired:
         raise CallTimeoutError(str(expired), limit=expired.limit) from None
     except (httpx.TransportError, httpx.DecodingError, zlib.error) as error:
         raise TransportError(_describe(error)) from error
@@ -408,7 +219,7 @@ async def _read(
         yield item
 
 
-async def _read_body(response: httpx.Response, watch: _Watchdog, limit: int) -> tuple[bytes, bool]:
+async def _read_body(response: httpx.Response, watch: Watchdog, limit: int) -> tuple[bytes, bool]:
     """Up to ``limit`` bytes of the body after decompression, and whether there
     was more (the rest is not read: the connection is closed)."""
     parts: list[bytes] = []
@@ -421,14 +232,14 @@ async def _read_body(response: httpx.Response, watch: _Watchdog, limit: int) -> 
     return b"".join(parts), False
 
 
-async def _pieces(response: httpx.Response, watch: _Watchdog) -> AsyncIterator[bytes]:
+async def _pieces(response: httpx.Response, watch: Watchdog) -> AsyncIterator[bytes]:
     """The body after decompression, in pieces of at most 64 KiB when zett inflates
     it (gzip, deflate); yields to the event loop between inflated pieces."""
     inflater = _inflater_for(response.headers.get("content-encoding", ""))
     chunks = response.aiter_bytes() if inflater is False else response.aiter_raw()
     while True:
         try:
-            raw = await _next(watch, chunks)
+            raw = await next_chunk(watch, chunks)
         except StopAsyncIteration:
             return
         if not isinstance(inflater, Inflater):
@@ -444,7 +255,7 @@ async def _stream(
     response: httpx.Response,
     request: HTTPRequest,
     decoder: Decoder,
-    watch: _Watchdog,
+    watch: Watchdog,
     limits: ReadLimits,
 ) -> AsyncIterator[StreamEvent | ModelResponse]:
     """The hot path: frames to the decoder, events out, the limits checked per chunk."""
@@ -504,7 +315,7 @@ async def _stream(
             for line in lines.close():
                 for event in feed_line(line):
                     yield event
-    except _ExpiredError as expired:
+    except ExpiredError as expired:
         why, limit = str(expired), expired.limit
     except FrameTooLargeError as error:
         why, limit = f"one event is over max_event_bytes={error.limit}", "max_event_bytes"

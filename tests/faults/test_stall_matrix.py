@@ -329,9 +329,9 @@ async def test_responses_encrypted_reasoning_items_are_progress(tmp_path: Path) 
 @pytest.fixture
 def no_timer(monkeypatch: pytest.MonkeyPatch) -> None:
     """The watchdog as under a backend other than asyncio: a cancel scope per read."""
-    from zett_agent import transport
+    from zett_agent import watchdog
 
-    monkeypatch.setattr(transport, "_asyncio_loop", lambda: None)
+    monkeypatch.setattr(watchdog, "asyncio_loop", lambda: None)
 
 
 @pytest.mark.usefixtures("no_timer")

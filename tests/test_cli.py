@@ -49,7 +49,7 @@ def test_inspect_json_shape_for_a_streamed_refusal() -> None:
     assert code == 0
     assert list(record) == [
         "reason", "raw", "category", "message", "recommended_model", "detail",
-        "text", "tool_calls", "withheld_tool_calls",
+        "text", "tool_calls", "withheld_tool_calls", "cut_tool_calls",
     ]  # fmt: skip
     assert record["reason"] == "refusal"
     assert record["raw"] == "stop"
@@ -66,7 +66,7 @@ def test_inspect_normal_end_reports_its_reason() -> None:
     assert record["reason"] == "tool_use"
     assert [c["name"] for c in record["tool_calls"]] == ["GetWeatherArgs", "get_stock_price"]
     for call in record["tool_calls"]:
-        assert set(call) == {"id", "name", "arguments"}
+        assert set(call) == {"id", "name", "arguments", "closed"} and call["closed"] is True
         json.loads(call["arguments"])
 
 

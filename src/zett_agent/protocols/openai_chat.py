@@ -70,6 +70,9 @@ FINISH_REASONS: Mapping[str, StopReason] = {
     "function_call": _R.TOOL_USE,
     "length": _R.MAX_OUTPUT,
     "content_filter": _R.REFUSAL,
+    # OpenAI-compatible endpoints in front of guard models (LiteLLM proxy guardrails,
+    # Bedrock's GUARDRAIL_INTERVENED passed through): a safety system declined
+    "guardrail_intervened": _R.REFUSAL,
     # Anthropic words passed through by gateways
     "end_turn": _R.END_TURN,
     "stop_sequence": _R.END_TURN,
@@ -307,9 +310,13 @@ class OpenAIChatDecoder(Decoder):
         events: list[StreamEvent] = []
         # reasoning_content: DeepSeek, GLM, Kimi, xAI, Qwen; reasoning: OpenRouter, Groq
         for field in ("reasoning_content", "reasoning"):
-            piece = as_text(delta.get(field))
+            piece = delta.get(field)
+            if type(piece) is not str:
+                continue
+            # DeepSeek wants reasoning_content back on a tool-call turn, even "" (an
+            # empty value sent is still the field the provider requires)
+            self._replay_reasoning |= field == "reasoning_content"
             if piece:
-                self._replay_reasoning |= field == "reasoning_content"
                 events += self.builder.reasoning(piece)
                 break
         refusal = as_text(delta.get("refusal"))
@@ -445,7 +452,7 @@ class OpenAIChatDecoder(Decoder):
         """The response; its record keeps ``reasoning_content`` (DeepSeek and Kimi want it
         back in a tool loop) but not ``reasoning``, which Groq rejects in requests."""
         reasoning = self.builder.current_reasoning
-        extra = {"reasoning_content": reasoning} if self._replay_reasoning and reasoning else {}
+        extra = {"reasoning_content": reasoning} if self._replay_reasoning else {}
         message = _assistant_dict(
             self.builder.current_text, _tool_call_dicts(self.builder.tool_calls()), extra
         )

@@ -222,12 +222,13 @@ class ResponsesDecoder(Decoder):
         elif kind == "response.function_call_arguments.delta":
             key = self._call_key(obj.get("item_id"), obj.get("output_index"))
             self._seen.add(("args", key))
-            return b.tool_call(key, arguments=str(obj.get("delta") or ""))
+            return self._opened(key, b.tool_call(key, arguments=str(obj.get("delta") or "")))
         elif kind == "response.function_call_arguments.done":
             key = self._call_key(obj.get("item_id"), obj.get("output_index"))
             if ("args", key) not in self._seen:
                 self._seen.add(("args", key))
-                return b.tool_call(key, arguments=str(obj.get("arguments") or ""))
+                events = b.tool_call(key, arguments=str(obj.get("arguments") or ""))
+                return self._opened(key, events)
         elif kind == "response.output_item.done":
             return self._item_done(obj.get("output_index"), as_dict(obj.get("item")))
         return []
@@ -254,12 +255,19 @@ class ResponsesDecoder(Decoder):
         arguments = as_text(item.get("arguments"))
         if arguments:
             self._seen.add(("args", key))
-        return self.builder.tool_call(
+        events = self.builder.tool_call(
             key,
             id=as_text(item.get("call_id")),
             name=as_text(item.get("name")),
             arguments=arguments,
         )
+        return self._opened(key, events)
+
+    def _opened(self, key: Hashable, events: list[StreamEvent]) -> list[StreamEvent]:
+        """A streamed call is open until its ``output_item.done`` says ``completed``."""
+        if self.builder.call_closed(key) is None:
+            self.builder.close_call(key, False)
+        return events
 
     def _item_done(self, index: Any, item: dict[str, Any]) -> list[StreamEvent]:
         if isinstance(index, int) and not isinstance(index, bool):
@@ -270,6 +278,8 @@ class ResponsesDecoder(Decoder):
             if ("args", key) not in self._seen:
                 self._seen.add(("args", key))
                 events += self.builder.tool_call(key, arguments=as_text(item.get("arguments")))
+            status = item.get("status")  # the item is done; a status other than completed
+            self.builder.close_call(key, status is None or status == "completed")
             return events
         if item.get("type") == "message":
             found: list[StreamEvent] = []
@@ -312,6 +322,8 @@ class ResponsesDecoder(Decoder):
                     name=as_text(item.get("name")),
                     arguments=as_text(item.get("arguments")),
                 )
+                status = item.get("status")  # no status: judged by the stop (build)
+                b.close_call(key, None if status is None else status == "completed")
         return events
 
     def _note_refusals(self, output: list[Any]) -> list[StreamEvent]:

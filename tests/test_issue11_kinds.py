@@ -31,8 +31,8 @@ from typing import Any
 import pytest
 
 from zett_agent import AgentEventType, AgentRunConfig, Model, StopReason, create_agent
-from zett_agent.protocols.base import ModelRequest, apply_output_limit
 from zett_agent.messages import UserMessage
+from zett_agent.protocols.base import ModelRequest, apply_output_limit
 from zett_agent.testing import ReplayServer, Reply
 from zett_agent.tools import CUT_OFF_ARGUMENTS
 from zett_agent.vendors import VENDORS
@@ -194,7 +194,9 @@ def r_call(index: int, item: dict[str, Any], *, done: bool) -> list[Any]:
     return events
 
 
-def r_response(status: str, output: list[Any], output_tokens: int = 10, **extra: Any) -> dict[str, Any]:
+def r_response(
+    status: str, output: list[Any], output_tokens: int = 10, **extra: Any
+) -> dict[str, Any]:
     return {"id": "resp_1", "object": "response", "model": "m", "status": status,
             "output": output, "usage": {"input_tokens": 9, "output_tokens": output_tokens},
             **extra}  # fmt: skip
@@ -226,8 +228,8 @@ def g(parts: list[Any], finish: str | None = None, **extra: Any) -> dict[str, An
     candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
     if finish:
         candidate["finishReason"] = finish
-    return {"candidates": [candidate], "modelVersion": "m",
-            "usageMetadata": {"promptTokenCount": 9, "candidatesTokenCount": 10}, **extra}  # fmt: skip
+    usage = {"promptTokenCount": 9, "candidatesTokenCount": 10}
+    return {"candidates": [candidate], "modelVersion": "m", "usageMetadata": usage, **extra}
 
 
 # Ollama (WIRE.md section 13): NDJSON; calls whole, arguments an object; done_reason.
@@ -508,7 +510,9 @@ def follow_up(vendor: str, stream: bool) -> Reply:
                     "completed", [r_message("ok")])))  # fmt: skip
             return body(r_response("completed", [r_message("ok")]))
         case "gemini":
-            return data(g([{"text": "ok"}], "STOP")) if stream else body(g([{"text": "ok"}], "STOP"))
+            return (
+                data(g([{"text": "ok"}], "STOP")) if stream else body(g([{"text": "ok"}], "STOP"))
+            )
         case "ollama":
             final = o({"content": "ok"}, done=True, reason="stop")
             return ndjson(final) if stream else body(final)
@@ -530,7 +534,9 @@ def sent_results(vendor: str, request: dict[str, Any]) -> list[str]:
                 if b.get("type") == "tool_result"
             ]
         case "openai-responses":
-            return [i["output"] for i in request["input"] if i.get("type") == "function_call_output"]
+            return [
+                i["output"] for i in request["input"] if i.get("type") == "function_call_output"
+            ]
         case "gemini":
             return [
                 next(iter(p["functionResponse"]["response"].values()))
@@ -564,7 +570,7 @@ async def test_tool_call_kind_through_the_agent(pair: Pair, form: str) -> None:
         await agent.aclose()
     first = next(e.message for e in events if e.type is E.MODEL_COMPLETED)
     info = first.stop
-    assert RAN == list(pair.ran)  # an open call never runs; complete calls beside it do
+    assert list(pair.ran) == RAN  # an open call never runs; complete calls beside it do
     reason = info.reason if info is not None else R.TOOL_USE
     assert reason is pair.reason
     if info is not None:

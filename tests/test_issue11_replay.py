@@ -99,7 +99,8 @@ def expected_turns() -> list[Any]:
         # (encrypted_content) and function_call (call_id, name, arguments) go back as
         # the provider sent them in the final response object.
         pytest.param(
-            "openai-responses", RECORDINGS / "openai_responses__stream_function_call_args_delta.sse",
+            "openai-responses",
+            RECORDINGS / "openai_responses__stream_function_call_args_delta.sse",
             lambda body: [i for i in body["input"] if i.get("type") != "function_call_output"
                           and i.get("role") != "user"],
             _responses_output(

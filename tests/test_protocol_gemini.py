@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import decode_sse_chunks, replay_call, replay_raises
-from zett_agent.errors import ProviderHTTPError, StreamError, TransportError, ZettError
+from zett_agent.errors import ProviderHTTPError, StreamError, ZettError
 from zett_agent.messages import (
     AssistantMessage,
     SystemMessage,

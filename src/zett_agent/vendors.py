@@ -363,7 +363,12 @@ def _as_code(value: Any) -> str | None:
     without whitespace (not prose, not a list); else None."""
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    if isinstance(value, str) and value and len(value) <= 64 and not any(c.isspace() for c in value):
+    if (
+        isinstance(value, str)
+        and value
+        and len(value) <= 64
+        and not any(c.isspace() for c in value)
+    ):
         return value
     return None
 

@@ -329,6 +329,15 @@ def _pairs() -> list[Pair]:
              lambda: body(r_response("completed", [
                  r_item("fc_1", "call_1", "delete_all", "{}", "in_progress")])),
              R.INTERRUPTED, "completed", (), ("delete_all",)),
+        Pair("openai-responses", "final_object_closes_call",  # no output_item.done
+             lambda: named(
+                 *r_call(0, r_item("fc_1", "call_1", "lookup", '{"query": "alpha"}',
+                                   "completed"), done=False),
+                 r_terminal("completed", r_response("completed", [
+                     r_item("fc_1", "call_1", "lookup", '{"query": "alpha"}', "completed")]))),
+             lambda: body(r_response("completed", [
+                 r_item("fc_1", "call_1", "lookup", '{"query": "alpha"}', "completed")])),
+             R.TOOL_USE, "completed", ("lookup:alpha",)),
         Pair("openai-responses", "tools_label_args_cut",
              lambda: named(
                  *r_call(0, r_item("fc_1", "call_1", "write_file", '{"path": "todo.md", "con',
@@ -478,6 +487,7 @@ CALL_KINDS = {
     "other_finish_leaves_call_open",
     "stop_without_terminator_is_complete",
     "limit_whole_calls_run",
+    "final_object_closes_call",
 }
 
 

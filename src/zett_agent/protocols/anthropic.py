@@ -13,6 +13,10 @@ The assistant message's content blocks (thinking with signatures, ``server_tool_
 [...]}`` in ``provider_record`` and replayed unchanged. A non-streaming body is
 decoded by replaying it as the events a stream of the same content would carry,
 so both paths give the same :class:`ModelResponse`.
+
+A ``tool_use`` block is open until its ``content_block_stop`` (``ToolCall.closed``); an
+open call never runs. A body has no block events: its last block, when it is a tool
+call, is judged by the stop (cut under ``max_tokens``, see ``ResponseBuilder.build``).
 """
 
 from __future__ import annotations

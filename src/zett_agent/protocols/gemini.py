@@ -16,9 +16,15 @@ Mappings, from https://ai.google.dev/api/generate-content#FinishReason (``Finish
 * anything else (``OTHER``, ``MALFORMED_FUNCTION_CALL``, ``LANGUAGE``, Vertex
   ``MODEL_ARMOR``, numbers) -> OTHER with the raw value as a string;
 * no candidates and no block reason: INTERRUPTED, because the provider ended the step
-  without output and without saying why (``detail["no_candidates"]``); a stream that never
-  sent a finishReason is INTERRUPTED with ``detail["incomplete_stream"]``, so the transport
-  retries it when nothing arrived at all;
+  without output and without saying why (``detail["no_candidates"]``), the same for a body
+  and for a stream whose chunks came without candidates (``"candidates": []``): such a
+  stream answered, it is not one that sent nothing, so it is not retried. A stream that
+  sent nothing, or candidates but never a finishReason, is INTERRUPTED with
+  ``detail["incomplete_stream"]`` (the transport retries it when nothing arrived at all);
+* a call whose last fragment said ``willContinue: true`` was not finished by the wire
+  (``ToolCall.closed`` False, never run) unless the finish is ``STOP``: Vertex sometimes
+  leaves out the empty ``functionCall{}`` terminator of a finished call (corpus
+  ``vertex__stream_partialArgs_missing_terminal_functionCall.sse``);
 * an ``{"error": ...}`` chunk in a 200 stream: INTERRUPTED with the text kept, or
   :class:`StreamError` when nothing arrived.
 

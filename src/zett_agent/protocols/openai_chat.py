@@ -23,7 +23,10 @@ Rules beyond the tables: a step whose message holds tool calls but says ``stop``
 asked for tools (TOOL_USE, raw kept); a refusal text makes it a REFUSAL; an error
 chunk makes it INTERRUPTED when output arrived (else :class:`StreamError`); a
 stream with neither a finish_reason nor ``[DONE]`` is INTERRUPTED with
-``detail["incomplete_stream"]``.
+``detail["incomplete_stream"]``. The Chat wire never says whether a call was finished:
+under ``length`` (or a vendor's context value) the builder takes the last call as cut
+(``ToolCall.closed`` False, never run), whatever its arguments look like. A
+``reasoning_content`` the provider sent, even ``""``, goes back in the replayed turn.
 """
 
 from __future__ import annotations

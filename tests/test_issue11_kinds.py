@@ -463,6 +463,14 @@ def _pairs() -> list[Pair]:
                  lambda: c_body({"content": "Hi"}, "content_filter"),
                  R.REFUSAL, "content_filter"),
         ]  # fmt: skip
+        pairs.append(
+            Pair(vendor, "no_choices",
+                 lambda: data(c_usage(0), "[DONE]"),
+                 lambda: body({"id": "c1", "object": "chat.completion", "model": "m",
+                               "choices": [], "usage": {"prompt_tokens": 9,
+                                                        "completion_tokens": 0}}),
+                 R.INTERRUPTED, None)
+        )  # fmt: skip
     # the vendors' own context values: the same rule under CONTEXT_FULL
     for vendor, value in (("mistral", "model_length"), ("glm", "model_context_window_exceeded")):
         pairs.append(

@@ -23,9 +23,12 @@ Rules beyond the tables: a step whose message holds tool calls but says ``stop``
 asked for tools (TOOL_USE, raw kept); a refusal text makes it a REFUSAL; an error
 chunk makes it INTERRUPTED when output arrived (else :class:`StreamError`); a
 stream with neither a finish_reason nor ``[DONE]`` is INTERRUPTED with
-``detail["incomplete_stream"]``. The Chat wire never says whether a call was finished:
-under ``length`` (or a vendor's context value) the builder takes the last call as cut
-(``ToolCall.closed`` False, never run), whatever its arguments look like. A
+``detail["incomplete_stream"]``; an answer with no choice at all (a body with
+``choices: []``, a stream of such chunks to its ``[DONE]``) is INTERRUPTED with
+``detail["no_choices"]`` on both paths, like Gemini's no candidates. The Chat wire
+never says whether a call was finished: under ``length`` (or a vendor's context value)
+the builder takes the last call as cut (``ToolCall.closed`` False, never run), whatever
+its arguments look like. A
 ``reasoning_content`` the provider sent, even ``""``, goes back in the replayed turn.
 """
 
@@ -189,6 +192,7 @@ class OpenAIChatDecoder(Decoder):
         self._filter_results: dict[str, Any] | None = None
         self._replay_reasoning = False
         self._saw_tool_calls = False
+        self._saw_choice = False
         self._slots: dict[int, int] = {}  # wire index -> call key (the index's current call)
         self._ids: dict[str, int] = {}  # call id -> call key
         self._last_key: int | None = None
@@ -262,6 +266,7 @@ class OpenAIChatDecoder(Decoder):
         choices = chunk.get("choices")
         choice = None
         if type(choices) is list and choices:
+            self._saw_choice = True
             choice = choices[0]
             if type(choice) is not dict or choice.get("index", 0) not in (0, None):
                 choice = _first_choice(choices)
@@ -439,6 +444,14 @@ class OpenAIChatDecoder(Decoder):
             # raw is the provider's own finish_reason when it sent one ("error");
             # the error's code or type is the category
             return stop(_R.INTERRUPTED, raw or kind, category=kind, message=message, detail=detail)
+        if raw is None and complete and not self._saw_choice:
+            # the provider answered (a body, or a stream to its [DONE]) with no choice
+            # at all: the same stop on both paths, naming what is missing
+            return stop(
+                _R.INTERRUPTED,
+                message="the provider returned no choices",
+                detail={**detail, "no_choices": True},
+            )
         if raw is None or reason is None:
             if complete:
                 return stop(_R.OTHER, None, detail={**detail, "missing_finish_reason": True})

@@ -463,6 +463,15 @@ def _pairs() -> list[Pair]:
                  lambda: c_body({"content": "Hi"}, "content_filter"),
                  R.REFUSAL, "content_filter"),
         ]  # fmt: skip
+        pairs.append(  # OpenAI-compatible endpoints in front of guard models
+            Pair(vendor, "guardrail_intervened",
+                 lambda: data(c_chunk({"content": "I can"}),
+                              c_call(0, "call_1", "delete_all", "{}"),
+                              c_chunk({}, "guardrail_intervened"), "[DONE]"),
+                 lambda: c_body({"content": "I can", "tool_calls": [
+                     c_fn("call_1", "delete_all", "{}")]}, "guardrail_intervened"),
+                 R.REFUSAL, "guardrail_intervened")
+        )  # fmt: skip
         pairs.append(
             Pair(vendor, "no_choices",
                  lambda: data(c_usage(0), "[DONE]"),
@@ -488,6 +497,7 @@ def _pairs() -> list[Pair]:
 
 PAIRS = _pairs()
 CALL_KINDS = {
+    "guardrail_intervened",
     "limit_cuts_call",
     "context_cuts_call",
     "open_call_normal_label",
@@ -596,6 +606,10 @@ async def test_tool_call_kind_through_the_agent(pair: Pair, form: str) -> None:
         assert list(info.detail.get("cut_tool_calls", [])) == list(pair.cut)
     else:
         assert pair.cut == ()
+    if pair.reason is R.REFUSAL:  # a refusal withholds every call
+        assert info is not None and info.detail["withheld_tool_calls"] == ["delete_all"]
+        assert first.tool_calls == () and len(server.requests) == 1
+        return
     if pair.reason is R.INTERRUPTED:  # a broken answer: nothing runs, the run ends
         assert info is not None and "delete_all" in info.detail["withheld_tool_calls"]
         assert first.tool_calls == () and len(server.requests) == 1
@@ -709,3 +723,34 @@ def test_every_protocol_and_chat_vendor_row_is_covered() -> None:
     for protocol in ("anthropic", "openai-responses", "gemini", "openai-chat"):
         kinds = {p.kind for p in PAIRS if _protocol(p.protocol) == protocol}
         assert "limit_cuts_call" in kinds or "context_cuts_call" in kinds
+
+
+# ---------------------------------------------------------------- part 5
+
+
+@pytest.mark.parametrize(
+    ("vendor", "status", "error", "raw", "category"),
+    [
+        # a list of reasons and an int code: raw is the provider's error.code
+        ("openrouter", 403, {"code": 403, "message": "flagged",
+                             "metadata": {"reasons": ["violence", "hate", "violence"]}},
+         "403", "violence, hate"),
+        ("openrouter", 403, {"message": "blocked", "metadata": {"patterns": ["p1", "p2"]}},
+         None, "p1, p2"),  # no code, no type: None, never "guardrail" or "http_403"
+        ("kimi", 400, {"code": 400, "type": "content_filter", "message": "risky"},
+         "content_filter", "content_filter"),
+        ("deepseek", 400, {"message": "Content Exists Risk", "type": "invalid_request_error"},
+         "invalid_request_error", "Content Exists Risk"),
+    ],
+)  # fmt: skip
+async def test_refusal_sent_as_http_error_keeps_the_providers_own_raw(
+    vendor: str, status: int, error: dict[str, Any], raw: str | None, category: str
+) -> None:
+    reply = Reply.json({"error": error}, status=status)
+    with ReplayServer([reply]) as server:
+        client = Model(vendor, "m", base_url=server.url, api_key="k")
+        response = await client.complete(ModelRequest("m", [UserMessage("go")]))
+        await client.aclose()
+    info = response.stop_info
+    assert (info.reason, info.raw, info.category) == (R.REFUSAL, raw, category)
+    assert info.detail["http_status"] == status

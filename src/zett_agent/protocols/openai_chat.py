@@ -444,9 +444,10 @@ class OpenAIChatDecoder(Decoder):
             # raw is the provider's own finish_reason when it sent one ("error");
             # the error's code or type is the category
             return stop(_R.INTERRUPTED, raw or kind, category=kind, message=message, detail=detail)
-        if raw is None and complete and not self._saw_choice:
+        if raw is None and complete and not self._saw_choice and not self.malformed:
             # the provider answered (a body, or a stream to its [DONE]) with no choice
-            # at all: the same stop on both paths, naming what is missing
+            # at all: the same stop on both paths, naming what is missing (not when a
+            # chunk could not be read: it may have held the choice)
             return stop(
                 _R.INTERRUPTED,
                 message="the provider returned no choices",

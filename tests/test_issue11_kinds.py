@@ -754,3 +754,50 @@ async def test_refusal_sent_as_http_error_keeps_the_providers_own_raw(
     info = response.stop_info
     assert (info.reason, info.raw, info.category) == (R.REFUSAL, raw, category)
     assert info.detail["http_status"] == status
+
+
+# ---------------------------------------------------------------- the Vertex recording
+
+VERTEX_NO_TERMINATOR = RECORDINGS / "vertex__stream_partialArgs_missing_terminal_functionCall.sse"
+WROTE: list[list[dict[str, Any]]] = []
+
+
+def writeItems(operations: list[dict[str, Any]]) -> str:  # noqa: N802 - the recorded name
+    """Write items."""
+    WROTE.append(operations)
+    return "written"
+
+
+@pytest.mark.parametrize("finish", ["STOP", "MAX_TOKENS"])
+async def test_vertex_recording_without_terminator(finish: str) -> None:
+    """The recorded Vertex stream leaves out the empty ``functionCall{}`` terminator:
+    under STOP the call is complete and runs once with its joined arguments. The same
+    stream cut by MAX_TOKENS while its last fragment still said ``willContinue`` (the
+    recording, edited by hand) never runs."""
+    WROTE.clear()
+    data = VERTEX_NO_TERMINATOR.read_bytes()
+    if finish == "MAX_TOKENS":
+        data = data.replace(b'"numberValue":0.3}]}', b'"numberValue":0.3}],"willContinue":true}')
+        data = data.replace(b'"finishReason":"STOP"', b'"finishReason":"MAX_TOKENS"')
+    reply = Reply.body(data, content_type="text/event-stream")
+    with ReplayServer([reply, follow_up("vertex", True)]) as server:
+        agent = await create_agent(model("vertex", server, True), tools=[writeItems])
+        events = [e async for e in agent.stream("go")]
+        await agent.aclose()
+    first = next(e.message for e in events if e.type is E.MODEL_COMPLETED)
+    (result,) = sent_results("vertex", server.requests[1].json)
+    if finish == "STOP":
+        assert first.stop is None and [c.closed for c in first.tool_calls] == [True]
+        assert WROTE == [
+            [
+                {"action": "add", "description": "Fresh red apple", "itemid": "apple_001",
+                 "price": 0.5},
+                {"action": "add", "description": "Ripe yellow banana", "itemid": "banana_001",
+                 "price": 0.3},
+            ]
+        ]  # fmt: skip
+        assert result == "written"
+    else:
+        assert first.stop is not None and first.stop.reason is R.MAX_OUTPUT
+        assert first.stop.detail["cut_tool_calls"] == ["writeItems"]
+        assert WROTE == [] and result == CUT_OFF_ARGUMENTS

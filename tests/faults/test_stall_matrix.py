@@ -385,3 +385,22 @@ async def test_waiting_for_the_pool_is_not_charged_to_the_call(wire: Wire) -> No
         await model.aclose()
     assert second[0].text == "".join(TEXTS) and second[0].stop is None
     assert len(server.requests) == 2
+
+
+async def test_a_host_cancellation_is_never_taken_for_a_limit() -> None:
+    """The host's own cancel scope ends a stalled call at its time, as a cancellation
+    (the watchdog only converts the cancellations it made itself)."""
+    wire = WIRES["anthropic"]
+    reply = wire.reply(wire.answer(TEXTS), stall_after=len(wire.head()) + 1, stall_seconds=3.0)
+    with ReplayServer([reply]) as server:
+        model = Model(wire.vendor, "m", base_url=server.url, api_key="k", idle_timeout=0.5)
+        start = time.monotonic()
+        with anyio.move_on_after(0.45) as scope:  # just before the idle limit
+            await model.complete(ModelRequest("m", [UserMessage("hi")]))
+        elapsed = time.monotonic() - start
+        # the same stall, no host deadline: the idle limit ends it as a stop
+        server.add(reply)
+        response = await model.complete(ModelRequest("m", [UserMessage("hi")]))
+        await model.aclose()
+    assert scope.cancelled_caught and elapsed < 1.5
+    assert response.stop_info.detail["limit"] == "idle_timeout"

@@ -412,7 +412,7 @@ class AnthropicDecoder(Decoder):
             if index in self._json:
                 try:
                     value = json.loads("".join(self._json[index]) or "{}")
-                except ValueError:
+                except (ValueError, RecursionError):
                     value = None  # cut off (max_tokens): the start's input stays
                 if isinstance(value, dict):
                     block["input"] = value

@@ -243,3 +243,24 @@ def test_any_message_the_decoders_produce_round_trips_through_sqlite(
             return await store.load("s")
 
     assert anyio.run(round_trip) == [message]
+
+
+DEEP_ARGUMENTS = '{"items": ' + "[" * 50_000 + "]" * 50_000 + "}"
+
+
+@pytest.mark.parametrize("reason", [StopReason.TOOL_USE, StopReason.MAX_OUTPUT])
+async def test_deep_arguments_under_any_stop_and_with_the_convergence_guard(
+    reason: StopReason,
+) -> None:
+    """The cut-off check (MAX_OUTPUT) and the convergence guard parse arguments
+    too; neither lets RecursionError out."""
+    from zett_agent.extensions.convergence import ConvergenceGuard
+    from zett_agent.testing import ScriptedModel, reply
+
+    deep = ToolCall("c1", "archive", DEEP_ARGUMENTS)
+    model = ScriptedModel(reply("", [deep], reason), reply("done"))
+    agent = await create_agent(model, tools=[archive], extensions=[ConvergenceGuard()])
+    final = await agent.run("go")
+    assert final.text == "done" and RAN == []
+    (result,) = [m for m in agent.messages if isinstance(m, ToolResultMessage)]
+    assert result.is_error

@@ -305,7 +305,7 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
         message: Message = adapter.validate_python(rest)
     except ValidationError as error:
         raise ValueError(f"stored {role} message is invalid: {error}") from error
-    return message
+    return message.storable() if isinstance(message, AssistantMessage) else message
 
 
 def messages_to_json(messages: list[Message]) -> str:

@@ -367,7 +367,7 @@ def _timed_out(tool: Tool, limit: float | None) -> str:
 def _is_json_object(text: str) -> bool:
     try:
         return isinstance(json.loads(text or "{}"), dict)
-    except ValueError:
+    except (ValueError, RecursionError):  # too deep to tell: treated as cut off
         return False
 
 

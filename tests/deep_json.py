@@ -1,6 +1,8 @@
 """Hostile bodies with JSON nested deeper than Python can parse, written here so the
 tests do not depend on ``../shared/cases`` (the kinds are those of
 ``hostile/make.py``: ``openai_deep_json_event.sse`` and ``anthropic_deep_tool_input.sse``).
+:func:`measure` runs one case through an agent (``python tests/deep_json.py CASE``, in
+a fresh process, for its peak memory); ``bench/hostile_structure.py`` prints the figures.
 """
 
 from __future__ import annotations
@@ -75,3 +77,87 @@ def anthropic_deep_tool_input(depth: int = DEPTH, tool: str = "archive") -> byte
             _sse("message_stop", {"type": "message_stop"}),
         ]
     ).encode()
+
+
+def measure(case: str) -> dict[str, float | str]:
+    """One agent run of ``case`` (``"baseline"``, ``"openai_deep_json_event"``,
+    ``"anthropic_deep_tool_input"``) on a ReplayServer into a SQLite session, with a
+    heartbeat every 10 ms: milliseconds, peak RSS growth (MB; meaningful in a fresh
+    process), the longest heartbeat gap (ms) and the outcome."""
+    import resource
+    import tempfile
+    import time
+    from pathlib import Path
+
+    import anyio
+
+    from zett_agent import AgentClient, Model, create_agent
+    from zett_agent.testing import ReplayServer, Reply
+
+    def archive(items: list[object]) -> str:
+        """Archive items."""
+        return "archived"
+
+    done = Reply.sse(
+        [
+            ("message_start", {"type": "message_start", "message": {"id": "m", "type": "message",
+             "role": "assistant", "model": "m", "content": [], "stop_reason": None,
+             "usage": {"input_tokens": 1, "output_tokens": 1}}}),
+            ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+             "usage": {"output_tokens": 1}}),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+    )  # fmt: skip
+    sse = "text/event-stream"
+    if case == "openai_deep_json_event":
+        provider, replies = "openai", [Reply([openai_deep_json_event()], content_type=sse)]
+    elif case == "anthropic_deep_tool_input":
+        body = anthropic_deep_tool_input()
+        provider, replies = "anthropic", [Reply([body], content_type=sse), done]
+    else:  # the same answer with a 10-level input
+        body = anthropic_deep_tool_input(10)
+        provider, replies = "anthropic", [Reply([body], content_type=sse), done]
+
+    gaps: list[float] = []
+
+    async def heartbeat() -> None:
+        last = time.perf_counter()
+        while True:
+            await anyio.sleep(0.01)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    async def main() -> tuple[float, str]:
+        with ReplayServer(replies) as server, tempfile.TemporaryDirectory() as folder:
+            agent = await create_agent(
+                Model(provider, "m", base_url=server.url, api_key="k"), tools=[archive]
+            )
+            async with anyio.create_task_group() as group:
+                group.start_soon(heartbeat)
+                started = time.perf_counter()
+                async with AgentClient(agent, Path(folder) / "s.sqlite3", session_id="s") as client:
+                    final = await client.run("go")
+                    stored = len(await client.messages())
+                elapsed = time.perf_counter() - started
+                group.cancel_scope.cancel()
+            await agent.aclose()
+        stop = final.stop.reason.value if final.stop else "none"
+        return elapsed, f"stop={stop} stored={stored}"
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    elapsed, outcome = anyio.run(main)
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {
+        "case": case,
+        "ms": elapsed * 1000,
+        "peak_mb_above_start": (after - before) / 1024,
+        "max_stall_ms": max(gaps) * 1000 if gaps else 0.0,
+        "outcome": outcome,
+    }
+
+
+if __name__ == "__main__":  # python tests/deep_json.py CASE: measure it in this process
+    import sys
+
+    print(json.dumps(measure(sys.argv[1])))

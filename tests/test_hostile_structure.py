@@ -6,6 +6,9 @@ through the SQLite store (hypothesis)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +38,7 @@ from zett_agent.tools import as_tool
 from zett_agent.vendors import get_vendor
 
 RAN: list[Any] = []
+SRC = Path(__file__).resolve().parents[1] / "src"
 
 
 def archive(items: list[Any]) -> str:
@@ -264,3 +268,26 @@ async def test_deep_arguments_under_any_stop_and_with_the_convergence_guard(
     assert final.text == "done" and RAN == []
     (result,) = [m for m in agent.messages if isinstance(m, ToolResultMessage)]
     assert result.is_error
+
+
+@pytest.mark.parametrize(
+    ("case", "outcome"),
+    [
+        ("openai_deep_json_event", "stop=other stored=2"),
+        ("anthropic_deep_tool_input", "stop=none stored=4"),
+    ],
+)
+def test_deep_json_cases_run_in_bounded_memory_without_blocking_the_loop(
+    case: str, outcome: str
+) -> None:
+    """In a fresh process (RSS is its own): the run ends as it should, RSS grows by
+    well under 100 MB, and a heartbeat coroutine is never kept waiting 0.5 s."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), *sys.path])}
+    out = subprocess.run(
+        [sys.executable, str(Path(__file__).parent / "deep_json.py"), case],
+        capture_output=True, text=True, check=True, env=env, timeout=120,
+    )  # fmt: skip
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    assert row["outcome"] == outcome
+    assert row["peak_mb_above_start"] < 100
+    assert row["max_stall_ms"] < 500

@@ -136,7 +136,7 @@ class SubAgent:
         self.on_result = on_result
         self.results: list[SubAgentResult] = []
         self.tool: Tool = _SubAgentTool(
-            name, description, self._tool_function, TaskArguments, math.inf, subagent=self
+            name, description, self._tool_function, TaskArguments, timeout=math.inf, subagent=self
         )
         """The foreground tool: runs the child and answers with its report. It has no
         timeout (the child's own turn and model-call limits bound it); set one with

@@ -179,7 +179,7 @@ def as_tool(function: Callable[..., Any] | Tool, *, timeout: float | None = None
         __config__=ConfigDict(extra="forbid"),
         **fields,
     )
-    return Tool(function.__name__, summary or function.__name__, function, model, timeout)
+    return Tool(function.__name__, summary or function.__name__, function, model, timeout=timeout)
 
 
 @dataclass(frozen=True)
@@ -217,23 +217,23 @@ class ToolRunner:
         cut_off = answer.stop is not None and answer.stop.truncated
 
         async def run_one(index: int, call: ToolCall) -> None:
-            if results[index] is None:
-                results[index] = await self._call(index, len(calls), call, cut_off, span)
+            results[index] = await self._call(call, cut_off, span)
 
-        if self.parallel and len(calls) > 1:
+        for index, call in enumerate(calls):
+            if results[index] is None:
+                results[index] = self._over_limit(index, len(calls), call)
+        pending = [(index, call) for index, call in enumerate(calls) if results[index] is None]
+        if self.parallel and len(pending) > 1:
             async with anyio.create_task_group() as group:
-                for index, call in enumerate(calls):
+                for index, call in pending:
                     group.start_soon(run_one, index, call)
         else:
-            for index, call in enumerate(calls):
+            for index, call in pending:
                 await run_one(index, call)
 
-    async def _call(
-        self, index: int, count: int, call: ToolCall, cut_off: bool, parent: Any
-    ) -> ToolResultMessage:
-        refused = self._refuse(index, count, call, cut_off)
-        if refused is not None:
-            return refused
+    async def _call(self, call: ToolCall, cut_off: bool, parent: Any) -> ToolResultMessage:
+        if cut_off and not _is_json_object(call.arguments):
+            return ToolResultMessage(call.id, call.name, CUT_OFF_ARGUMENTS, is_error=True)
         span = self.telemetry.start_tool(parent, call)
         try:
             with self.telemetry.current(span):
@@ -244,12 +244,9 @@ class ToolRunner:
         self.telemetry.end_tool(span, result)
         return result
 
-    def _refuse(
-        self, index: int, count: int, call: ToolCall, cut_off: bool
-    ) -> ToolResultMessage | None:
-        """The error result for a call that must not run (cut off, over a limit)."""
-        if cut_off and not _is_json_object(call.arguments):
-            return ToolResultMessage(call.id, call.name, CUT_OFF_ARGUMENTS, is_error=True)
+    def _over_limit(self, index: int, count: int, call: ToolCall) -> ToolResultMessage | None:
+        """The error result for call ``index`` of ``count`` when it is over the number
+        of calls per answer or the argument size; None when it may run."""
         if self.max_calls is not None and index >= self.max_calls:
             return _error(
                 call,

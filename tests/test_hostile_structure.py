@@ -296,3 +296,55 @@ def test_deep_json_cases_run_in_bounded_memory_without_blocking_the_loop(
     assert row["outcome"] == outcome
     assert row["peak_mb_above_start"] < 100
     assert row["max_stall_ms"] < 500
+
+
+WINDOW = range(850, 1001)  # parsed at one stack depth, written again at another
+
+
+@pytest.mark.parametrize("index", range(len(PROTOCOLS)))
+def test_values_just_deep_enough_to_parse_never_raise_recursion_error(index: int) -> None:
+    """A value that ``json.loads`` could just read may be too deep for a later
+    ``json.dumps`` a few frames further down; no depth lets ``RecursionError`` out,
+    and a call carrying one never runs with empty arguments."""
+    protocol, vendor = PROTOCOLS[index]
+    for depth in WINDOW:
+        deep = "[" * depth + "]" * depth
+        tool_use = (
+            '{"type":"content_block_start","index":0,"content_block":{"type":"tool_use",'
+            f'"id":"t","name":"f","input":{{"a":{deep}}}}}}}'
+        )
+        events = {
+            "anthropic": [
+                ("content_block_start", tool_use),
+                ("content_block_stop", '{"type":"content_block_stop","index":0}'),
+            ],
+            "openai-chat": [("message", '{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,'
+                             f'"id":"c","function":{{"name":"f","arguments":{{"a":{deep}}}}}}}]}}}}]}}')],
+            "gemini": [("message", '{"candidates":[{"content":{"parts":[{"functionCall":'
+                        f'{{"name":"f","args":{{"a":{deep}}}}}}}]}}}}]}}')],
+            "openai-responses": [("response.output_item.done",
+                                  '{"type":"response.output_item.done","output_index":0,'
+                                  '"item":{"type":"function_call","call_id":"c","name":"f",'
+                                  f'"arguments":"{{\\"k\\":1}}","x":{deep}}}}}')],
+            "ollama": [("", '{"message":{"tool_calls":[{"function":{"name":"f","arguments":'
+                        f'{{"a":{deep}}}}}}}]}},"done":true}}')],
+        }[protocol]  # fmt: skip
+        decoder = get_protocol(protocol).decoder(get_vendor(vendor))
+        try:
+            for name, data in events:
+                if protocol == "ollama":
+                    decoder.feed_line(data)
+                else:
+                    decoder.feed_sse(name, data)
+            message = decoder.finish().to_message(vendor)
+        except ZettError:
+            continue
+        for call in message.tool_calls:
+            assert call.arguments not in ("", "{}"), (protocol, depth)
+        assert anyio.run(store_and_load, message) == [message.storable()]
+
+
+async def store_and_load(message: AssistantMessage) -> list[Any]:
+    async with SQLiteSessionStore(":memory:") as store:
+        await store.append("s", message)
+        return await store.load("s")

@@ -137,7 +137,7 @@ class _Run:
             max_argument_chars=self.config.max_tool_argument_chars,
             max_result_chars=self.config.max_tool_result_chars,
         )
-        self.answered: dict[int, ToolResultMessage] = {}  # calls of the answer not to run
+        self.answered: dict[str, ToolResultMessage] = {}  # by call id: calls not to run
 
     # ------------------------------------------------------------ the loop
 
@@ -308,7 +308,7 @@ class _Run:
         calls = answer.tool_calls
         for call in calls:
             yield self.event(_E.TOOL_CALL_STARTED, tool_call=call)
-        results: list[ToolResultMessage | None] = [self.answered.get(i) for i in range(len(calls))]
+        results: list[ToolResultMessage | None] = [self.answered.get(c.id) for c in calls]
         try:
             await self.tools.run(answer, self.span, results)
         except BaseException as exc:

@@ -306,9 +306,9 @@ class ToolRunner:
 
 def distinct_call_ids(
     response: ModelResponse,
-) -> tuple[ModelResponse, dict[int, ToolResultMessage]]:
+) -> tuple[ModelResponse, dict[str, ToolResultMessage]]:
     """``response`` with each tool call id unique, and the error results of the
-    calls that repeated an earlier call's id (by index in ``tool_calls``).
+    calls that repeated an earlier call's id (by their new id).
 
     A repeated call gets a new id (``<id>_2``, ...) and an error result instead of
     running; the provider record is dropped (it would send the repeated id back),
@@ -320,8 +320,8 @@ def distinct_call_ids(
         return response, {}
     seen: set[str] = set()
     renamed: list[ToolCall] = []
-    answered: dict[int, ToolResultMessage] = {}
-    for index, call in enumerate(calls):
+    answered: dict[str, ToolResultMessage] = {}
+    for call in calls:
         if call.id not in seen:
             seen.add(call.id)
             renamed.append(call)
@@ -332,7 +332,7 @@ def distinct_call_ids(
         fresh = replace(call, id=f"{call.id or 'call'}_{number}")
         taken.add(fresh.id)
         renamed.append(fresh)
-        answered[index] = _error(
+        answered[fresh.id] = _error(
             fresh,
             f"This call repeated the id {call.id!r} of an earlier call in the same answer, "
             f"so it was not run (its id is now {fresh.id!r}).",

@@ -25,6 +25,7 @@ headers, so rows hold none either.
 from __future__ import annotations
 
 import json
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -158,9 +159,7 @@ def encode_message(session_id: str, message: Message) -> str:
     try:
         data = message_to_dict(message)
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
+        if not text.isascii() and _SURROGATE.search(text):  # scanned, not copied
             text = json.dumps(data, separators=(",", ":"), allow_nan=False)
         return text
     except (TypeError, ValueError, KeyError, RecursionError) as error:
@@ -168,6 +167,9 @@ def encode_message(session_id: str, message: Message) -> str:
             f"session {session_id!r}: the message cannot be stored as JSON: {error}",
             session_id=session_id,
         ) from error
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def check_session_id(session_id: object) -> str:

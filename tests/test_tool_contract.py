@@ -298,3 +298,17 @@ async def test_limits_and_timeouts_hold_for_tools_from_any_source() -> None:
     timed_out, too_long = results_of(stored)
     assert timed_out.is_error and "timeout of 0.1 seconds" in timed_out.content
     assert too_long.is_error and "more than the limit of 60" in too_long.content
+
+
+async def test_a_tool_that_turns_its_timeout_into_another_error_is_answered_as_timed_out() -> None:
+    async def wraps() -> str:
+        """Turns cancellation into its own error, as some client libraries do."""
+        try:
+            await anyio.sleep(30)
+        except asyncio.CancelledError:
+            raise RuntimeError("request aborted") from None
+        return "never"
+
+    stored = await run_with([as_tool(wraps, timeout=0.2)], [call("wraps")])
+    (result,) = results_of(stored)
+    assert result.is_error and "timeout of 0.2 seconds" in result.content

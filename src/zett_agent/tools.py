@@ -283,17 +283,22 @@ class ToolRunner:
         """``tool.call`` under its timeout; a ``CancelledError`` the tool raised by
         itself (the run was not cancelled) is the tool's failure."""
         limit = tool.timeout if tool.timeout is not None else self.timeout
+        scope = anyio.move_on_after(math.inf if limit is None else limit)
         try:
-            with anyio.move_on_after(math.inf if limit is None else limit) as scope:
+            with scope:
                 result = await tool.call(call)
         except anyio.get_cancelled_exc_class() as error:
             if _cancel_requested():
                 raise
             return _error(call, f"the tool failed: it raised {type(error).__name__}")
         except Exception as error:  # a Tool subclass's call that raised
+            if scope.cancel_called:  # it turned the timeout's cancellation into an error
+                return _error(call, _timed_out(tool, limit))
             return _error(call, f"{type(error).__name__}: {error}")
         if scope.cancelled_caught:
             return _error(call, _timed_out(tool, limit))
+        if scope.cancel_called and result.is_error:  # it failed as the timeout stopped it
+            return _error(call, f"{_timed_out(tool, limit)} (it said: {result.content})")
         return result
 
     def _bounded(self, result: ToolResultMessage) -> ToolResultMessage:

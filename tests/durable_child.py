@@ -1,0 +1,106 @@
+"""A durable worker process for the crash tests (tests/test_durable_crash.py).
+
+``python durable_child.py WORKDIR BASE_URL CRASH`` runs run ``run-1`` of agent
+``crashy`` over an OpenAI-compatible server at BASE_URL, in WORKDIR's
+``sessions.sqlite3`` (DBOS's system database beside it), then writes the final
+message to ``final.json``. Started again after a kill, it carries the run on.
+
+CRASH arms one self-inflicted SIGKILL, once (the file ``armed`` is removed first):
+``none``; ``tool:NAME`` while tool NAME runs; ``append:N`` right after the N-th
+session row is written (between steps). A kill during a model stream is done by
+the test itself, from outside.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+from zett_agent import Agent, AgentRunConfig, Message, Model, SQLiteSessionStore
+from zett_agent.durable import (
+    DurableAgent,
+    DurableConfig,
+    launch,
+    shutdown,
+    system_database_next_to,
+)
+from zett_agent.messages import message_to_dict
+
+SECRET = "sk-durable-test-SECRET-0123456789"
+
+WORKDIR = Path(sys.argv[1])
+CRASH = sys.argv[3]
+
+
+def effect(line: str) -> None:
+    with (WORKDIR / "effects.log").open("a") as log:
+        log.write(line + "\n")
+        log.flush()
+        os.fsync(log.fileno())
+
+
+def armed(point: str) -> bool:
+    flag = WORKDIR / "armed"
+    if point == CRASH and flag.exists():
+        flag.unlink()
+        return True
+    return False
+
+
+def die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def note(text: str) -> str:
+    """Write a note (not idempotent: every call adds a line).
+
+    Args:
+        text: the note.
+    """
+    effect(f"note:{text}:start")
+    if armed("tool:note"):
+        die()
+    effect(f"note:{text}:done")
+    return f"noted {text}"
+
+
+def lookup(city: str) -> str:
+    """Look up the weather of a city (idempotent).
+
+    Args:
+        city: the city.
+    """
+    effect(f"lookup:{city}:start")
+    if armed("tool:lookup"):
+        die()
+    effect(f"lookup:{city}:done")
+    return f"sunny in {city}"
+
+
+class KillingStore(SQLiteSessionStore):
+    async def append(self, session_id: str, message: Message, **options: object) -> int:
+        seq = await super().append(session_id, message, **options)  # type: ignore[arg-type]
+        if f"append:{seq}" == CRASH and armed(CRASH):
+            die()
+        return seq
+
+
+async def main() -> None:
+    model = Model("openai", "m", base_url=sys.argv[2], api_key=SECRET, max_retries=0)
+    agent = Agent(model, AgentRunConfig("crashy"), tools=[note, lookup])
+    path = WORKDIR / "sessions.sqlite3"
+    durable = DurableAgent(agent, KillingStore(path), idempotent_tools={"lookup"})
+    await launch(DurableConfig(system_database_next_to(path)))
+    try:
+        message = await durable.run("go", session_id="s", run_id="run-1")
+        (WORKDIR / "final.json").write_text(json.dumps(message_to_dict(message)))
+    finally:
+        shutdown()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

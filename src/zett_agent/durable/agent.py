@@ -57,7 +57,21 @@ class DurableAgent:
         )
         self.name = name or agent.config.name
         self.idempotent_tools = frozenset(idempotent_tools)
+        self._own_store = not isinstance(store, SessionStore)
         runtime.register(self)
+
+    async def aclose(self) -> None:
+        """Stop answering runs for :attr:`name` in this process; close the store if
+        this object made it from a path. The agent is left open."""
+        runtime.unregister(self)
+        if self._own_store:
+            await self.store.aclose()
+
+    async def __aenter__(self) -> DurableAgent:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     def step_agent(self) -> Agent:
         """The agent a run uses: the same agent with its model call, tool calls and

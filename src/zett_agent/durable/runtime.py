@@ -42,6 +42,7 @@ __all__ = [
     "register",
     "shutdown",
     "system_database_next_to",
+    "unregister",
 ]
 
 APP_NAME = "zett-agent"
@@ -63,6 +64,12 @@ def register(durable: DurableAgent) -> None:
     if known is not None and known is not durable:
         raise ConfigError(f"a durable agent named {durable.name!r} is already registered")
     _AGENTS[durable.name] = durable
+
+
+def unregister(durable: DurableAgent) -> None:
+    """Forget ``durable`` (runs naming it fail until another agent takes the name)."""
+    if _AGENTS.get(durable.name) is durable:
+        del _AGENTS[durable.name]
 
 
 @DBOS.workflow(name=WORKFLOW_NAME)
@@ -157,6 +164,10 @@ async def launch(config: DurableConfig) -> None:
         "executor_id": config.executor_id or "local",
         "log_level": os.environ.get("ZETT_DBOS_LOG_LEVEL", "WARNING"),
     }
+    if config.system_database_url.startswith("sqlite:///"):
+        Path(config.system_database_url.removeprefix("sqlite:///")).parent.mkdir(
+            parents=True, exist_ok=True
+        )
     try:
         DBOS(config=dbos_config)
         DBOS.launch()

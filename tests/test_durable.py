@@ -1,0 +1,223 @@
+"""Durable runs in this process (DBOS on a SQLite file per test): step names are
+pinned, a run id runs once, hooks are checkpointed, checkpoints round-trip, and the
+core imports without the extra. The SIGKILL crash matrix is test_durable_crash.py."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("dbos", reason="durable runs need the 'durable' extra (dbos)")
+
+from dbos import DBOS
+
+from zett_agent import (
+    Agent,
+    AgentRunConfig,
+    AssistantMessage,
+    Message,
+    ProviderError,
+    StopInfo,
+    StopReason,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from zett_agent.durable import DurableAgent, DurableConfig, launch, shutdown
+from zett_agent.durable.checkpoints import (
+    decode_model_call,
+    encode_model_error,
+    encode_model_response,
+)
+from zett_agent.errors import ConfigError, StreamError
+from zett_agent.extensions import Extension, RetryRequest
+from zett_agent.protocols.base import ModelResponse
+from zett_agent.testing.scripted import ScriptedModel, reply
+
+pytestmark = pytest.mark.timeout(60)
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+@pytest.fixture
+async def dbos_sqlite(tmp_path: Path) -> AsyncIterator[Path]:
+    """DBOS launched on a fresh SQLite system database; stopped after the test."""
+    await launch(DurableConfig(f"sqlite:///{tmp_path / 'dbos.sqlite3'}", executor_id="test"))
+    try:
+        yield tmp_path
+    finally:
+        shutdown()
+
+
+def weather(city: str) -> str:
+    """The weather of a city.
+
+    Args:
+        city: the city.
+    """
+    return f"sunny in {city}"
+
+
+class Hooks(Extension):
+    """Pending messages once, and one veto of completion."""
+
+    def __init__(self) -> None:
+        self.pending = [UserMessage("(a background task finished)")]
+        self.vetoed = False
+
+    def pending_messages(self) -> list[Message]:
+        taken, self.pending = self.pending, []
+        return taken
+
+    def on_complete(self, message: AssistantMessage, messages: Sequence[Message]) -> str | None:
+        if self.vetoed:
+            return None
+        self.vetoed = True
+        return "Check once more."
+
+
+def tool_script() -> ScriptedModel:
+    return ScriptedModel(
+        reply("Looking.", [ToolCall("c1", "weather", '{"city": "Paris"}')]),
+        reply("Sunny."),
+        reply("Checked: sunny."),
+    )
+
+
+async def test_step_names_are_persisted_data_and_pinned(dbos_sqlite: Path) -> None:
+    agent = Agent(tool_script(), AgentRunConfig("pinned"), [weather], [Hooks()])
+    async with DurableAgent(agent, dbos_sqlite / "s.sqlite3") as durable:
+        final = await durable.run("weather?", session_id="s", run_id="r-pinned")
+        assert final.text == "Checked: sunny."
+        steps = await DBOS.list_workflow_steps_async("r-pinned")
+        names = [step["function_name"] for step in steps]
+        hooks = ["pinned.Hooks.before_model"]
+        after = ["pinned.model", "pinned.Hooks.recover", "pinned.Hooks.after_model"]
+        assert names == [
+            "pinned.session",
+            "pinned.Hooks.pending_messages",
+            *hooks,
+            *after,
+            "pinned.Hooks.before_tool",
+            "pinned.tool.weather.started",
+            "pinned.tool.weather",
+            "pinned.Hooks.after_tool",
+            "pinned.Hooks.pending_messages",
+            *hooks,
+            *after,
+            "pinned.Hooks.on_complete",
+            "pinned.Hooks.pending_messages",
+            *hooks,
+            *after,
+            "pinned.Hooks.on_complete",
+        ]
+        stored = await durable.store.load("s")
+        assert stored[1] == UserMessage("(a background task finished)")
+        assert UserMessage("Check once more.") in stored
+
+
+async def test_a_run_id_runs_once(dbos_sqlite: Path) -> None:
+    model = ScriptedModel(reply("Only once."))  # a second model call would fail
+    async with DurableAgent(Agent(model), dbos_sqlite / "s.sqlite3", name="once") as durable:
+        first = await durable.run("hi", session_id="s", run_id="r-once")
+        again = await durable.run("hi", session_id="s", run_id="r-once")
+        assert first == again == (await durable.store.load("s"))[-1]
+        assert len(model.requests) == 1
+        assert [r.key for r in await durable.store.rows("s")] == ["r-once:0", "r-once:1"]
+
+
+async def test_a_second_run_in_the_session_sees_the_first(dbos_sqlite: Path) -> None:
+    model = ScriptedModel(reply("One."), reply("Two."))
+    async with DurableAgent(Agent(model), dbos_sqlite / "s.sqlite3", name="two") as durable:
+        await durable.run("first", session_id="s", run_id="r-1")
+        await durable.run("second", session_id="s", run_id="r-2")
+        sent = model.requests[1].messages
+        assert sent == [UserMessage("first"), (await durable.store.load("s"))[1], sent[2]]
+        assert sent[2] == UserMessage("second")
+        assert len(await durable.store.load("s")) == 4
+
+
+async def test_a_failed_model_call_is_raised_with_its_fields(dbos_sqlite: Path) -> None:
+    failing = StreamError(
+        "overloaded", provider="anthropic", status=200, error_type="overloaded_error"
+    )
+    model = ScriptedModel(failing)
+    async with DurableAgent(Agent(model), dbos_sqlite / "s.sqlite3", name="fails") as durable:
+        with pytest.raises(StreamError) as caught:
+            await durable.run("hi", session_id="s", run_id="r-fail")
+        assert caught.value.error_type == "overloaded_error"
+        assert caught.value.provider == "anthropic"
+
+
+class SwitchModel(Extension):
+    def recover(self, context: Any) -> RetryRequest:
+        return RetryRequest(context.request, model=ScriptedModel(reply("other")))
+
+
+async def test_a_recovery_that_switches_model_is_refused(dbos_sqlite: Path) -> None:
+    refused = reply("No.", stop=StopReason.REFUSAL)
+    agent = Agent(ScriptedModel(refused), extensions=[SwitchModel()])
+    async with DurableAgent(agent, dbos_sqlite / "s.sqlite3", name="switch") as durable:
+        with pytest.raises(ConfigError, match="cannot switch models"):
+            await durable.run("hi", session_id="s", run_id="r-switch")
+
+
+def test_a_model_checkpoint_is_the_whole_answer() -> None:
+    response = ModelResponse(
+        "It is",
+        (ToolCall("c1", "weather", '{"city": "Paris"}'),),
+        StopInfo(StopReason.MAX_OUTPUT, "length", detail={"native": "x"}),
+        Usage(10, 5, cached_input_tokens=2),
+        reasoning="hm",
+        model="m-1",
+        provider_record={"content": [{"type": "text", "text": "It is"}]},
+    )
+    assert decode_model_call(encode_model_response(response)) == response
+    ok = ModelResponse("Done.", (), StopInfo(StopReason.END_TURN, "stop"))
+    assert decode_model_call(encode_model_response(ok)) == ok
+    error = ProviderError("slow down", provider="openai", status=429, code="rate", retry_after=2.0)
+    back = decode_model_call(encode_model_error(error))
+    assert isinstance(back, ProviderError) and type(back) is ProviderError
+    assert (back.status, back.code, back.retry_after, str(back)) == (429, "rate", 2.0, str(error))
+    assert isinstance(decode_model_call(encode_model_error(KeyError("x"))), Exception)
+
+
+def test_the_core_imports_and_runs_without_the_durable_extra() -> None:
+    code = """
+import sys, importlib.abc
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in {"dbos", "psycopg", "sqlalchemy"}:
+            raise ImportError("blocked: " + name)
+sys.meta_path.insert(0, Block())
+import zett_agent, zett_agent.client, zett_agent.cli, zett_agent.sessions
+loaded = [m for m in sys.modules if m.startswith(("zett_agent.durable", "dbos"))]
+assert not loaded, loaded
+try:
+    import zett_agent.durable
+except ImportError as error:
+    print("durable needs the extra:", error)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={"PYTHONPATH": str(SRC)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "durable needs the extra: blocked: dbos" in done.stdout
+
+
+def test_tool_result_messages_survive_the_tool_checkpoint() -> None:
+    from zett_agent.durable.checkpoints import decode_tool_result, encode_tool_result
+
+    result = ToolResultMessage("c1", "weather", '{"deep": ["x"]}', is_error=True)
+    assert decode_tool_result(encode_tool_result(result)) == result
+    assert decode_tool_result(encode_tool_result(None)) is None

@@ -28,7 +28,7 @@ from zett_agent.durable.steps import step
 from zett_agent.errors import ConfigError
 from zett_agent.events import final_message
 from zett_agent.messages import Message
-from zett_agent.sessions import live_rows
+from zett_agent.sessions import SessionStore, SQLiteSessionStore, live_rows
 
 if TYPE_CHECKING:
     from zett_agent.durable.agent import DurableAgent
@@ -41,6 +41,8 @@ __all__ = [
     "launch",
     "register",
     "shutdown",
+    "store_for",
+    "system_database_for",
     "system_database_next_to",
     "unregister",
 ]
@@ -138,6 +140,24 @@ def system_database_next_to(store_path: str | os.PathLike[str]) -> str:
     ``sessions.sqlite3`` -> ``sqlite:///.../sessions.dbos.sqlite3``."""
     path = Path(store_path).resolve()
     return f"sqlite:///{path.with_name(path.stem + '.dbos' + (path.suffix or '.sqlite3'))}"
+
+
+def system_database_for(sessions: str) -> str:
+    """DBOS's system database for a sessions location: the same PostgreSQL
+    database for a ``postgresql://`` DSN (DBOS keeps to its schema ``dbos``), else
+    a SQLite file next to the session file."""
+    if sessions.startswith(("postgresql://", "postgres://")):
+        return sessions
+    return system_database_next_to(sessions)
+
+
+def store_for(sessions: str) -> SessionStore:
+    """The session store for a sessions location: a ``postgresql://`` DSN or a path."""
+    if sessions.startswith(("postgresql://", "postgres://")):
+        from zett_agent.sessions.postgres import PostgresSessionStore
+
+        return PostgresSessionStore(sessions)
+    return SQLiteSessionStore(sessions)
 
 
 def _default_version() -> str:

@@ -221,3 +221,13 @@ def test_tool_result_messages_survive_the_tool_checkpoint() -> None:
     result = ToolResultMessage("c1", "weather", '{"deep": ["x"]}', is_error=True)
     assert decode_tool_result(encode_tool_result(result)) == result
     assert decode_tool_result(encode_tool_result(None)) is None
+
+
+async def test_the_event_loop_keeps_a_thread_pool_after_shutdown(tmp_path: Path) -> None:
+    import asyncio
+
+    await launch(DurableConfig(f"sqlite:///{tmp_path / 'dbos.sqlite3'}", executor_id="test"))
+    async with DurableAgent(Agent(ScriptedModel(reply("Hi."))), tmp_path / "s.sqlite3") as d:
+        await d.run("hi", session_id="s", run_id="r-pool")  # DBOS takes the default executor
+    shutdown()
+    assert await asyncio.to_thread(lambda: 42) == 42

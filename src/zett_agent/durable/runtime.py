@@ -15,8 +15,10 @@ run recovered at launch needs its agent), and :func:`shutdown` stops it.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -203,5 +205,14 @@ async def launch(config: DurableConfig) -> None:
 
 
 def shutdown() -> None:
-    """Stop DBOS in this process (unfinished runs stay pending for recovery)."""
+    """Stop DBOS in this process (unfinished runs stay pending for recovery).
+
+    DBOS made its thread pool the running event loop's default executor; that pool
+    is shut down with DBOS, so the loop gets a fresh one (``asyncio.to_thread``
+    keeps working in the host after shutdown)."""
     DBOS.destroy(destroy_registry=False)
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    loop.set_default_executor(ThreadPoolExecutor())

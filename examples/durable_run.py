@@ -6,6 +6,8 @@
 The model is scripted (offline): it asks for the tool ``count_slowly`` once, then
 answers. Sessions go to ``durable-demo/sessions.sqlite3`` and DBOS's checkpoints
 to ``durable-demo/sessions.dbos.sqlite3`` beside it. Delete the folder to start over.
+
+``make`` is also a worker factory: ``zett worker --agent examples.durable_run:make``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from zett_agent import Agent, AgentRunConfig, ToolCall, ToolResultMessage
 from zett_agent.durable import (
     DurableAgent,
     DurableConfig,
+    idempotent,
     launch,
     shutdown,
     system_database_next_to,
@@ -29,6 +32,7 @@ from zett_agent.testing.scripted import ScriptedModel, ScriptedTurn, reply
 FOLDER = Path("durable-demo")
 
 
+@idempotent
 def count_slowly(to: int) -> str:
     """Count to a number, one per second (safe to run again: it is idempotent).
 
@@ -45,18 +49,23 @@ def model_turn(request: ModelRequest) -> ScriptedTurn:
     """Ask for the tool until a result is in the conversation, then answer."""
     results = [m for m in request.messages if isinstance(m, ToolResultMessage)]
     if not results:
-        return reply("Let me count.", [ToolCall("call-1", "count_slowly", '{"to": 8}')])
+        return reply("Let me count.", [ToolCall("call-1", "count_slowly", '{"to": 20}')])
     return reply(f"Done: {results[-1].content}.")
+
+
+def make() -> Agent:
+    """The demo agent (named ``demo``): a scripted model and ``count_slowly``."""
+    return Agent(ScriptedModel(*[model_turn] * 10_000), AgentRunConfig("demo"), [count_slowly])
 
 
 async def main() -> None:
     store = FOLDER / "sessions.sqlite3"
-    agent = Agent(ScriptedModel(*[model_turn] * 10), AgentRunConfig("demo"), [count_slowly])
-    durable = DurableAgent(agent, store, idempotent_tools={"count_slowly"})
+    agent = make()
+    durable = DurableAgent(agent, store)
     await launch(DurableConfig(system_database_next_to(store)))
     try:
         print(f"run demo-1 in pid {os.getpid()}", flush=True)
-        final = await durable.run("Count to 8, please.", session_id="demo", run_id="demo-1")
+        final = await durable.run("Count to 20, please.", session_id="demo", run_id="demo-1")
         print("final:", final.text)
         for row in await durable.store.rows("demo"):
             print(f"  row {row.seq} ({row.key}): {type(row.message).__name__}")

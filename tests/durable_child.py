@@ -24,6 +24,7 @@ from zett_agent import Agent, AgentRunConfig, Message, Model, SQLiteSessionStore
 from zett_agent.durable import (
     DurableAgent,
     DurableConfig,
+    idempotent,
     launch,
     shutdown,
     system_database_next_to,
@@ -68,6 +69,7 @@ def note(text: str) -> str:
     return f"noted {text}"
 
 
+@idempotent
 def lookup(city: str) -> str:
     """Look up the weather of a city (idempotent).
 
@@ -93,7 +95,7 @@ async def main() -> None:
     model = Model("openai", "m", base_url=sys.argv[2], api_key=SECRET, max_retries=0)
     agent = Agent(model, AgentRunConfig("crashy"), tools=[note, lookup])
     path = WORKDIR / "sessions.sqlite3"
-    durable = DurableAgent(agent, KillingStore(path), idempotent_tools={"lookup"})
+    durable = DurableAgent(agent, KillingStore(path))  # lookup is marked @idempotent
     await launch(DurableConfig(system_database_next_to(path)))
     try:
         message = await durable.run("go", session_id="s", run_id="run-1")

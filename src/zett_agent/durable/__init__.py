@@ -29,7 +29,7 @@ from zett_agent.durable.runtime import (
     shutdown,
     system_database_next_to,
 )
-from zett_agent.durable.steps import TOOL_INTERRUPTED
+from zett_agent.durable.steps import TOOL_INTERRUPTED, idempotent
 
 __all__ = [
     "APP_NAME",
@@ -38,6 +38,7 @@ __all__ = [
     "WORKFLOW_NAME",
     "DurableAgent",
     "DurableConfig",
+    "idempotent",
     "launch",
     "new_run_id",
     "shutdown",

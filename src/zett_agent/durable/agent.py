@@ -11,7 +11,7 @@ from dbos import DBOS, SetWorkflowID
 
 from zett_agent.agent import Agent
 from zett_agent.durable import runtime
-from zett_agent.durable.steps import DurableExtension, DurableModel, StepTool
+from zett_agent.durable.steps import DurableExtension, DurableModel, StepTool, is_idempotent
 from zett_agent.messages import AssistantMessage, message_from_dict
 from zett_agent.sessions import SessionStore, SQLiteSessionStore
 
@@ -35,8 +35,9 @@ class DurableAgent:
         name: the name runs refer to it by (default ``agent.config.name``); step
             names derive from it, so keep it stable across releases.
         idempotent_tools: names of tools that are safe to run again when the
-            process died while they ran; any other such call is answered with
-            :data:`~zett_agent.durable.steps.TOOL_INTERRUPTED`.
+            process died while they ran (or mark the function with
+            :func:`~zett_agent.durable.idempotent`); any other such call is
+            answered with :data:`~zett_agent.durable.steps.TOOL_INTERRUPTED`.
 
     Make every durable agent of a process before :func:`launch` (a run recovered
     at launch needs its agent). Tool calls of one answer run one after another
@@ -79,7 +80,11 @@ class DurableAgent:
         source = self.agent
         prefix = self.name
         tools = [
-            StepTool.wrap(tool, f"{prefix}.tool", idempotent=tool.name in self.idempotent_tools)
+            StepTool.wrap(
+                tool,
+                f"{prefix}.tool",
+                idempotent=tool.name in self.idempotent_tools or is_idempotent(tool),
+            )
             for tool in source.tools.values()
         ]
         copy = Agent(

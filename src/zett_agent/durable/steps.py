@@ -44,7 +44,15 @@ from zett_agent.models import ModelClient
 from zett_agent.protocols.base import ModelRequest, ModelResponse, StreamEvent
 from zett_agent.tools import Tool
 
-__all__ = ["TOOL_INTERRUPTED", "DurableExtension", "DurableModel", "StepTool", "step"]
+__all__ = [
+    "TOOL_INTERRUPTED",
+    "DurableExtension",
+    "DurableModel",
+    "StepTool",
+    "idempotent",
+    "is_idempotent",
+    "step",
+]
 
 TOOL_INTERRUPTED = (
     "The process running this tool call stopped before it finished; "
@@ -52,6 +60,21 @@ TOOL_INTERRUPTED = (
 )
 
 _T = TypeVar("_T")
+_F = TypeVar("_F", bound=Callable[..., Any])
+_IDEMPOTENT = "__zett_idempotent__"
+
+
+def idempotent(function: _F) -> _F:
+    """Declare a tool function safe to run again when the process died while it
+    ran (a durable run then runs it again instead of answering
+    :data:`TOOL_INTERRUPTED`). Returns the function itself, marked."""
+    setattr(function, _IDEMPOTENT, True)
+    return function
+
+
+def is_idempotent(tool: Tool) -> bool:
+    """Whether ``tool``'s function was marked with :func:`idempotent`."""
+    return getattr(tool.function, _IDEMPOTENT, False) is True
 
 
 async def step(name: str, function: Callable[[], Coroutine[Any, Any, _T]]) -> _T:

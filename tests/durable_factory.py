@@ -36,3 +36,9 @@ def make() -> DurableAgent:
         os.environ["ZETT_TEST_SESSIONS_DSN"], schema=os.environ["ZETT_TEST_SCHEMA"]
     )
     return DurableAgent(agent, store, idempotent_tools={"slow_note"})
+
+
+def make_plain() -> Agent:
+    """A plain agent (``noter``): the worker makes it durable on its --sessions store."""
+    model = Model("openai", "m", base_url=os.environ["ZETT_TEST_MODEL_URL"], api_key="sk-test")
+    return Agent(model, AgentRunConfig("noter"), tools=[slow_note])

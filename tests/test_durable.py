@@ -29,7 +29,7 @@ from zett_agent import (
     Usage,
     UserMessage,
 )
-from zett_agent.durable import DurableAgent, DurableConfig, launch, shutdown
+from zett_agent.durable import TOOL_INTERRUPTED, DurableAgent, DurableConfig, launch, shutdown
 from zett_agent.durable.checkpoints import (
     decode_model_call,
     encode_model_error,
@@ -231,3 +231,34 @@ async def test_the_event_loop_keeps_a_thread_pool_after_shutdown(tmp_path: Path)
         await d.run("hi", session_id="s", run_id="r-pool")  # DBOS takes the default executor
     shutdown()
     assert await asyncio.to_thread(lambda: 42) == 42
+
+
+async def test_a_cancelled_run_stops_and_resumes_with_the_crash_rule(dbos_sqlite: Path) -> None:
+    import asyncio
+
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def wait_here() -> str:
+        """Wait until released."""
+        started.set()
+        await release.wait()
+        return "waited"
+
+    model = ScriptedModel(reply("Waiting.", [ToolCall("c1", "wait_here", "{}")]), reply("Done."))
+    agent = Agent(model, tools=[wait_here])
+    async with DurableAgent(agent, dbos_sqlite / "s.sqlite3", name="cancel") as durable:
+        task = asyncio.create_task(durable.run("go", session_id="s", run_id="r-cancel"))
+        await started.wait()
+        await DBOS.cancel_workflow_async("r-cancel")
+        release.set()
+        with pytest.raises(Exception, match="cancelled"):
+            await task
+        status = await DBOS.get_workflow_status_async("r-cancel")
+        assert status is not None and status.status == "CANCELLED"
+        assert len(await durable.store.load("s")) == 2  # the prompt and the answer, no result
+        await DBOS.resume_workflow_async("r-cancel")
+        handle = await DBOS.retrieve_workflow_async("r-cancel")
+        await handle.get_result()
+        stored = await durable.store.load("s")
+        assert stored[2] == ToolResultMessage("c1", "wait_here", TOOL_INTERRUPTED, is_error=True)
+        assert stored[3].text == "Done."  # type: ignore[union-attr]

@@ -145,6 +145,19 @@ def run_cancel(
     _out().print(f"cancelled {run_id}")
 
 
+@runs_app.command("resume")
+def run_resume(
+    run_id: str, sessions: SessionsOption = "sessions.sqlite3", db: DbOption = None
+) -> None:
+    """Put a cancelled or failed run back on the queue; it goes on from its checkpoints."""
+
+    async def work(runs: Any) -> None:
+        await runs.resume(run_id)
+
+    _with_runs(db, sessions, work)
+    _out().print(f"resumed {run_id}")
+
+
 @runs_app.command("recover")
 def run_recover(
     executor_id: str, sessions: SessionsOption = "sessions.sqlite3", db: DbOption = None

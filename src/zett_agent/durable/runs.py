@@ -134,6 +134,11 @@ class DurableRuns:
         """Cancel the run: it stops at its next step (a running step finishes)."""
         await self._client.cancel_workflow_async(run_id)
 
+    async def resume(self, run_id: str) -> None:
+        """Put a cancelled (or failed) run back on the queue; it carries on from its
+        checkpoints, a tool cut by the cancel answered as after a crash."""
+        await self._client.resume_workflow_async(run_id, queue_name=QUEUE_NAME)
+
     async def recover_executor(self, executor_id: str) -> list[str]:
         """Put the unfinished runs of ``executor_id`` back on the queue for any
         worker; return their ids. Only for an executor known to be dead (a live

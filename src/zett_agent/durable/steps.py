@@ -14,7 +14,8 @@ the durable agent's name, never from object ids, and pinned by a test:
 =================================  ==========================================
 
 A tool whose marker is in the checkpoints but whose result is not was running
-when the process died. On replay it runs again only if it was declared
+when the process died (or when the run was cancelled: DBOS then drops the step's
+result). On replay it runs again only if it was declared
 idempotent; otherwise it is answered with :data:`TOOL_INTERRUPTED` (an error
 result) and the run goes on, as a cancelled run answers an unfinished call.
 """
@@ -55,8 +56,8 @@ __all__ = [
 ]
 
 TOOL_INTERRUPTED = (
-    "The process running this tool call stopped before it finished; "
-    "it may or may not have taken effect."
+    "This tool call was running when its run stopped (the process died or the run "
+    "was cancelled); it may or may not have taken effect."
 )
 
 _T = TypeVar("_T")

@@ -13,8 +13,11 @@ model call         ``{"response": <assistant message whose stop is the call's
                    ``{"error": {"class", "message", "provider", "status",
                    "error_type", "code", "retry_after", "body"}}``
 tool call          ``{"result": <tool result message>}``
-hook outputs       ``{"messages": [...]}``, ``{"text": str | None}``,
-                   ``{"result": <tool result> | None}``
+hooks              ``pending_messages``: ``{"messages": [...]}``; ``before_tool``,
+                   ``after_tool``: ``{"result": <tool result> | None}``;
+                   ``on_complete``: the reason or None; ``before_model`` and
+                   ``recover``: the changed request / the recovery as DBOS
+                   serializes them (a recovery naming a model is refused)
 =================  =========================================================
 """
 

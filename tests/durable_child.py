@@ -5,10 +5,10 @@
 ``sessions.sqlite3`` (DBOS's system database beside it), then writes the final
 message to ``final.json``. Started again after a kill, it carries the run on.
 
-CRASH arms one self-inflicted SIGKILL, once (the file ``armed`` is removed first):
-``none``; ``tool:NAME`` while tool NAME runs; ``append:N`` right after the N-th
-session row is written (between steps). A kill during a model stream is done by
-the test itself, from outside.
+CRASH arms self-inflicted SIGKILLs, each once (its file ``armed-<point>`` is
+removed first), comma-separated: ``none``; ``tool:NAME`` while tool NAME runs;
+``append:N`` right after the N-th session row is written (between steps). A kill
+during a model stream is done by the test itself, from outside.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from zett_agent.messages import message_to_dict
 SECRET = "sk-durable-test-SECRET-0123456789"
 
 WORKDIR = Path(sys.argv[1])
-CRASH = sys.argv[3]
+CRASH = sys.argv[3].split(",")
 
 
 def effect(line: str) -> None:
@@ -45,8 +45,8 @@ def effect(line: str) -> None:
 
 
 def armed(point: str) -> bool:
-    flag = WORKDIR / "armed"
-    if point == CRASH and flag.exists():
+    flag = WORKDIR / f"armed-{point.replace(':', '-')}"
+    if point in CRASH and flag.exists():
         flag.unlink()
         return True
     return False
@@ -86,7 +86,7 @@ def lookup(city: str) -> str:
 class KillingStore(SQLiteSessionStore):
     async def append(self, session_id: str, message: Message, **options: object) -> int:
         seq = await super().append(session_id, message, **options)  # type: ignore[arg-type]
-        if f"append:{seq}" == CRASH and armed(CRASH):
+        if armed(f"append:{seq}"):
             die()
         return seq
 

@@ -22,7 +22,7 @@ import pytest
 
 pytest.importorskip("dbos", reason="durable runs need the 'durable' extra (dbos)")
 
-from zett_agent import Message, SQLiteSessionStore, ToolResultMessage
+from zett_agent import Message, SQLiteSessionStore, StopReason, ToolResultMessage
 from zett_agent.durable import TOOL_INTERRUPTED
 from zett_agent.testing import ReplayServer, Reply
 
@@ -82,6 +82,11 @@ def refused_run() -> list[Reply]:
     return [chat("I cannot do that.", (("c1", "note", '{"text": "a"}'),), "content_filter")]
 
 
+def interrupted_run() -> list[Reply]:
+    """Text and a whole tool call, then the connection drops: INTERRUPTED."""
+    return [chat("Noting it", (("c1", "note", '{"text": "a"}'),), "tool_calls", drop_after=3)]
+
+
 def start(workdir: Path, url: str, crash: str) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     return subprocess.Popen(
@@ -130,15 +135,20 @@ def uncrashed(tmp_path: Path, replies: list[Reply]) -> Path:
 
 
 def crashed(tmp_path: Path, replies: list[Reply], crash: str) -> Path:
-    """Run with a self-inflicted SIGKILL at ``crash``, then start again."""
-    workdir = tmp_path / crash.replace(":", "-")
+    """Run with a self-inflicted SIGKILL at each point of ``crash`` (comma-separated),
+    starting again after each, until the run completes."""
+    workdir = tmp_path / crash.replace(":", "-").replace(",", "_")
     workdir.mkdir()
-    (workdir / "armed").touch()
+    points = crash.split(",")
+    for point in points:
+        (workdir / f"armed-{point.replace(':', '-')}").touch()
     with ReplayServer(replies) as server:
-        assert finish(start(workdir, server.url, crash)) == -signal.SIGKILL
-        assert not (workdir / "final.json").exists()
+        for _ in points:
+            assert finish(start(workdir, server.url, crash)) == -signal.SIGKILL
+            assert not (workdir / "final.json").exists()
         assert finish(start(workdir, server.url, crash)) == 0
         assert server.remaining == 0 and not server.unexpected
+    assert not list(workdir.glob("armed-*"))  # every crash happened
     return workdir
 
 
@@ -175,14 +185,16 @@ def _decoded(value: str) -> str:
         return value
 
 
-@pytest.mark.parametrize("crash", ["append:2", "append:3", "tool:lookup"])
+@pytest.mark.parametrize(
+    "crash", ["append:2", "append:3", "tool:lookup", "append:2,tool:lookup,append:5"]
+)
 def test_a_crash_between_steps_or_in_an_idempotent_tool_ends_as_if_none_happened(
     tmp_path: Path, crash: str, tool_baseline: list[tuple[int, str | None, Message]]
 ) -> None:
     baseline = tool_baseline
     workdir = crashed(tmp_path, tool_run(), crash)
     assert rows(workdir) == baseline
-    runs_of_lookup = 2 if crash == "tool:lookup" else 1
+    runs_of_lookup = 2 if "tool:lookup" in crash else 1
     assert effects(workdir).count("lookup:Paris:start") == runs_of_lookup
     assert effects(workdir).count("note:a:start") == 1  # a finished step never runs again
     assert effects(workdir).count("lookup:Paris:done") == 1
@@ -234,10 +246,15 @@ def test_a_kill_during_a_model_stream_sends_that_call_again_and_only_that(
     assert effects(workdir).count("note:a:start") == 1
 
 
-def test_a_refusal_recovered_after_a_crash_still_runs_no_tool(tmp_path: Path) -> None:
-    baseline = rows(uncrashed(tmp_path, refused_run()))
-    workdir = crashed(tmp_path, refused_run(), "append:2")
+@pytest.mark.parametrize("script", [refused_run, interrupted_run])
+def test_a_refusal_or_interruption_recovered_after_a_crash_still_runs_no_tool(
+    tmp_path: Path, script: Any
+) -> None:
+    baseline = rows(uncrashed(tmp_path, script()))
+    workdir = crashed(tmp_path, script(), "append:2")
     assert rows(workdir) == baseline
     answer = baseline[1][2]
+    expected = StopReason.REFUSAL if script is refused_run else StopReason.INTERRUPTED
+    assert answer.stop is not None and answer.stop.reason is expected  # type: ignore[union-attr]
     assert answer.stop is not None and answer.stop.detail["withheld_tool_calls"] == ["note"]  # type: ignore[union-attr]
     assert effects(workdir) == []

@@ -82,6 +82,26 @@ class Hooks(Extension):
         return "Check once more."
 
 
+class Watch(Extension):
+    """Observes models and tools; answers a call to ``blocked`` itself."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def before_model(self, request: Any) -> None:
+        self.seen.append("before_model")
+
+    def after_model(self, response: Any) -> None:
+        self.seen.append("after_model")
+
+    def before_tool(self, call: ToolCall) -> ToolResultMessage | None:
+        self.seen.append(f"before_tool:{call.name}")
+        return None
+
+    def after_tool(self, call: ToolCall, result: ToolResultMessage) -> ToolResultMessage:
+        return ToolResultMessage(result.tool_call_id, result.name, result.content + " (seen)")
+
+
 def tool_script() -> ScriptedModel:
     return ScriptedModel(
         reply("Looking.", [ToolCall("c1", "weather", '{"city": "Paris"}')]),
@@ -91,34 +111,35 @@ def tool_script() -> ScriptedModel:
 
 
 async def test_step_names_are_persisted_data_and_pinned(dbos_sqlite: Path) -> None:
-    agent = Agent(tool_script(), AgentRunConfig("pinned"), [weather], [Hooks()])
+    watch = Watch()
+    agent = Agent(tool_script(), AgentRunConfig("pinned"), [weather], [Hooks(), watch])
     async with DurableAgent(agent, dbos_sqlite / "s.sqlite3") as durable:
         final = await durable.run("weather?", session_id="s", run_id="r-pinned")
         assert final.text == "Checked: sunny."
         steps = await DBOS.list_workflow_steps_async("r-pinned")
         names = [step["function_name"] for step in steps]
-        hooks = ["pinned.Hooks.before_model"]
-        after = ["pinned.model", "pinned.Hooks.recover", "pinned.Hooks.after_model"]
+        # a hook an extension does not override is no step
+        model = ["pinned.Watch.before_model", "pinned.model", "pinned.Watch.after_model"]
         assert names == [
             "pinned.session",
             "pinned.Hooks.pending_messages",
-            *hooks,
-            *after,
-            "pinned.Hooks.before_tool",
+            *model,
+            "pinned.Watch.before_tool",
             "pinned.tool.weather.started",
             "pinned.tool.weather",
-            "pinned.Hooks.after_tool",
+            "pinned.Watch.after_tool",
             "pinned.Hooks.pending_messages",
-            *hooks,
-            *after,
+            *model,
             "pinned.Hooks.on_complete",
             "pinned.Hooks.pending_messages",
-            *hooks,
-            *after,
+            *model,
             "pinned.Hooks.on_complete",
         ]
+        assert watch.seen.count("before_model") == 3
+        assert watch.seen.count("before_tool:weather") == 1
         stored = await durable.store.load("s")
         assert stored[1] == UserMessage("(a background task finished)")
+        assert ToolResultMessage("c1", "weather", "sunny in Paris (seen)") in stored
         assert UserMessage("Check once more.") in stored
 
 

@@ -175,6 +175,7 @@ class StepTool(Tool):
 class DurableExtension(Extension):
     """An extension whose hooks each run as a step, so a replay reads their
     answers instead of asking again (a stop hook, pending messages, a recovery).
+    A hook the extension does not override does nothing and takes no step.
 
     A recovery that names a model (``RetryRequest(model=...)``) is refused with
     :class:`~zett_agent.errors.ConfigError`: a model object holds its key and
@@ -185,10 +186,17 @@ class DurableExtension(Extension):
         self.inner = inner
         self.prefix = f"{step_prefix}.{type(inner).__name__}"
 
+    def _skips(self, hook: str) -> bool:
+        """Whether ``hook`` is Extension's own no-op (nothing to run or checkpoint)."""
+        return getattr(type(self.inner), hook) is getattr(Extension, hook)
+
     async def _hook(self, hook: str, function: Callable[[], Coroutine[Any, Any, str]]) -> str:
         return await step(f"{self.prefix}.{hook}", function)
 
     async def before_model(self, request: ModelRequest) -> Any:
+        if self._skips("before_model"):
+            return None
+
         async def run() -> ModelRequest | None:
             changed = await _maybe_await(self.inner.before_model(request))
             return changed if isinstance(changed, ModelRequest) else None
@@ -196,6 +204,9 @@ class DurableExtension(Extension):
         return await step(f"{self.prefix}.before_model", run)
 
     async def after_model(self, response: ModelResponse) -> Any:
+        if self._skips("after_model"):
+            return None
+
         async def run() -> str:
             await _maybe_await(self.inner.after_model(response))
             return ""
@@ -204,6 +215,9 @@ class DurableExtension(Extension):
         return None
 
     async def before_tool(self, call: ToolCall) -> Any:
+        if self._skips("before_tool"):
+            return None
+
         async def run() -> str:
             early = await _maybe_await(self.inner.before_tool(call))
             return encode_tool_result(early if isinstance(early, ToolResultMessage) else None)
@@ -211,6 +225,9 @@ class DurableExtension(Extension):
         return decode_tool_result(await self._hook("before_tool", run))
 
     async def after_tool(self, call: ToolCall, result: ToolResultMessage) -> Any:
+        if self._skips("after_tool"):
+            return None
+
         async def run() -> str:
             changed = await _maybe_await(self.inner.after_tool(call, result))
             return encode_tool_result(changed if isinstance(changed, ToolResultMessage) else None)
@@ -218,12 +235,18 @@ class DurableExtension(Extension):
         return decode_tool_result(await self._hook("after_tool", run))
 
     async def pending_messages(self) -> Any:
+        if self._skips("pending_messages"):
+            return []
+
         async def run() -> str:
             return encode_messages(list(await _maybe_await(self.inner.pending_messages()) or ()))
 
         return decode_messages(await self._hook("pending_messages", run))
 
     async def on_complete(self, message: AssistantMessage, messages: Sequence[Message]) -> Any:
+        if self._skips("on_complete"):
+            return None
+
         async def run() -> str | None:
             reason = await _maybe_await(self.inner.on_complete(message, messages))
             return reason if isinstance(reason, str) else None
@@ -231,6 +254,9 @@ class DurableExtension(Extension):
         return await step(f"{self.prefix}.on_complete", run)
 
     async def recover(self, context: RecoveryContext) -> Any:
+        if self._skips("recover"):
+            return None
+
         async def run() -> Any:
             recovery = await _maybe_await(self.inner.recover(context))
             if isinstance(recovery, RetryRequest) and recovery.model is not None:

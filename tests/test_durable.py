@@ -283,3 +283,30 @@ async def test_a_cancelled_run_stops_and_resumes_with_the_crash_rule(dbos_sqlite
         stored = await durable.store.load("s")
         assert stored[2] == ToolResultMessage("c1", "wait_here", TOOL_INTERRUPTED, is_error=True)
         assert stored[3].text == "Done."  # type: ignore[union-attr]
+
+
+async def test_a_run_before_launch_is_a_clear_error(tmp_path: Path) -> None:
+    async with DurableAgent(Agent(ScriptedModel()), tmp_path / "s.sqlite3", name="early") as d:
+        with pytest.raises(ConfigError, match=r"call zett_agent.durable.launch\(...\) first"):
+            await d.run("hi", session_id="s")
+        with pytest.raises(ConfigError, match="launch"):
+            await d.submit("hi", session_id="s")
+
+
+async def test_launching_twice_is_a_clear_error(dbos_sqlite: Path) -> None:
+    with pytest.raises(ConfigError, match="already launched"):
+        await launch(DurableConfig(f"sqlite:///{dbos_sqlite / 'other.sqlite3'}"))
+
+
+async def test_a_submitted_run_is_taken_from_the_queue_by_this_process(dbos_sqlite: Path) -> None:
+    from zett_agent.durable.agent import final_of
+
+    model = ScriptedModel(reply("Queued and done."))
+    async with DurableAgent(Agent(model), dbos_sqlite / "s.sqlite3", name="queued") as durable:
+        run_id = await durable.submit("hi", session_id="s", run_id="r-queued")
+        assert await durable.submit("hi", session_id="s", run_id="r-queued") == run_id
+        handle = await DBOS.retrieve_workflow_async(run_id)
+        assert final_of(await handle.get_result()).text == "Queued and done."
+        status = await DBOS.get_workflow_status_async(run_id)
+        assert status is not None and status.queue_name == "zett-runs"
+        assert len(model.requests) == 1

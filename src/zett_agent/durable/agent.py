@@ -103,7 +103,9 @@ class DurableAgent:
         """Run ``prompt`` in the session as a durable run in this process and return
         its final message (as :meth:`Agent.run`: an abnormal stop is on
         ``message.stop``). A ``run_id`` that exists already is not started again:
-        its result is returned (waiting for it if it is still going)."""
+        its result is returned (waiting for it if it is still going). Raises
+        :class:`~zett_agent.errors.ConfigError` before :func:`launch`."""
+        runtime.require_launched()
         with SetWorkflowID(run_id or new_run_id()):
             handle = await DBOS.start_workflow_async(
                 runtime.run_workflow, self.name, session_id, prompt
@@ -115,6 +117,7 @@ class DurableAgent:
     ) -> str:
         """Put a run on the queue for any worker (this process too, once launched)
         and return its run id. Submitting a run id again changes nothing."""
+        runtime.require_launched()
         run_id = run_id or new_run_id()
         with SetWorkflowID(run_id):
             await DBOS.enqueue_workflow_async(

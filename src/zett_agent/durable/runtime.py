@@ -59,6 +59,13 @@ QUEUE_NAME = "zett-runs"
 """The DBOS queue submitted runs wait on until a worker takes them."""
 
 _AGENTS: dict[str, DurableAgent] = {}
+_LAUNCHED: list[DurableConfig] = []  # the config DBOS runs with in this process, if any
+
+
+def require_launched() -> None:
+    """Raise :class:`ConfigError` unless :func:`launch` ran in this process."""
+    if not _LAUNCHED:
+        raise ConfigError("durable runs need DBOS: call zett_agent.durable.launch(...) first")
 
 
 def register(durable: DurableAgent) -> None:
@@ -177,8 +184,11 @@ async def launch(config: DurableConfig) -> None:
     :class:`DurableAgent`, from the event loop the runs should use (DBOS runs
     recovered and dequeued runs on the loop that called it).
 
-    Raises :class:`ConfigError` when DBOS is already launched in this process.
+    Raises :class:`ConfigError` when DBOS cannot start, or is already launched
+    in this process.
     """
+    if _LAUNCHED:
+        raise ConfigError("DBOS is already launched in this process (shutdown() first)")
     dbos_config: DBOSConfig = {
         "name": APP_NAME,
         "system_database_url": config.system_database_url,
@@ -195,6 +205,7 @@ async def launch(config: DurableConfig) -> None:
         DBOS.launch()
     except Exception as error:
         raise ConfigError(f"cannot start DBOS: {error}") from error
+    _LAUNCHED[:] = [config]
     await DBOS.register_queue_async(
         QUEUE_NAME,
         worker_concurrency=config.worker_concurrency,
@@ -210,6 +221,7 @@ def shutdown() -> None:
     DBOS made its thread pool the running event loop's default executor; that pool
     is shut down with DBOS, so the loop gets a fresh one (``asyncio.to_thread``
     keeps working in the host after shutdown)."""
+    _LAUNCHED.clear()
     DBOS.destroy(destroy_registry=False)
     try:
         loop = asyncio.get_running_loop()

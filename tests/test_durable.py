@@ -310,3 +310,23 @@ async def test_a_submitted_run_is_taken_from_the_queue_by_this_process(dbos_sqli
         status = await DBOS.get_workflow_status_async(run_id)
         assert status is not None and status.queue_name == "zett-runs"
         assert len(model.requests) == 1
+
+
+def test_the_durable_public_names_are_exactly_these() -> None:
+    import zett_agent.durable as durable
+
+    assert sorted(durable.__all__) == [
+        "APP_NAME",
+        "QUEUE_NAME",
+        "TOOL_INTERRUPTED",
+        "WORKFLOW_NAME",
+        "DurableAgent",
+        "DurableConfig",
+        "idempotent",
+        "launch",
+        "new_run_id",
+        "shutdown",
+        "system_database_next_to",
+    ]
+    assert durable.WORKFLOW_NAME == "zett_agent.durable.run"  # persisted: never renamed
+    assert durable.QUEUE_NAME == "zett-runs"

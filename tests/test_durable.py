@@ -317,11 +317,11 @@ def test_the_durable_public_names_are_exactly_these() -> None:
 
     assert sorted(durable.__all__) == [
         "APP_NAME",
+        "DurableAgent",
+        "DurableConfig",
         "QUEUE_NAME",
         "TOOL_INTERRUPTED",
         "WORKFLOW_NAME",
-        "DurableAgent",
-        "DurableConfig",
         "idempotent",
         "launch",
         "new_run_id",

@@ -7,8 +7,9 @@ message to ``final.json``. Started again after a kill, it carries the run on.
 
 CRASH arms self-inflicted SIGKILLs, each once (its file ``armed-<point>`` is
 removed first), comma-separated: ``none``; ``tool:NAME`` while tool NAME runs;
-``append:N`` right after the N-th session row is written (between steps). A kill
-during a model stream is done by the test itself, from outside.
+``append:N`` right after the N-th session row is written (between steps);
+``sleep:lookup`` makes ``lookup`` take 4 s (for a stop from outside). A kill or a
+Ctrl-C during a model stream or a tool is done by the test itself, from outside.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 from zett_agent import Agent, AgentRunConfig, Message, Model, SQLiteSessionStore
@@ -79,6 +81,8 @@ def lookup(city: str) -> str:
     effect(f"lookup:{city}:start")
     if armed("tool:lookup"):
         die()
+    if "sleep:lookup" in CRASH:  # long enough for the test to stop the process
+        time.sleep(4)
     effect(f"lookup:{city}:done")
     return f"sunny in {city}"
 

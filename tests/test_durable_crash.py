@@ -258,3 +258,45 @@ def test_a_refusal_or_interruption_recovered_after_a_crash_still_runs_no_tool(
     assert answer.stop is not None and answer.stop.reason is expected  # type: ignore[union-attr]
     assert answer.stop is not None and answer.stop.detail["withheld_tool_calls"] == ["note"]  # type: ignore[union-attr]
     assert effects(workdir) == []
+
+
+def _wait(condition: Any, worker: subprocess.Popen[bytes], what: str) -> None:
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert time.monotonic() < deadline and worker.poll() is None, what
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("during", ["tool", "model"])
+def test_a_graceful_stop_then_a_restart_ends_as_if_none_happened(
+    tmp_path: Path, during: str, tool_baseline: list[tuple[int, str | None, Message]]
+) -> None:
+    """Ctrl-C (SIGINT) cancels the run's task: what the loop would store for a
+    cancelled run (a cut answer, "cancelled during" results) is not stored, and
+    the run started again ends exactly as the run that was never stopped."""
+    workdir = tmp_path / during
+    workdir.mkdir()
+    first, second, third = tool_run()
+    replies = [first, second, third]
+    if during == "model":
+        stalled = chat(
+            "Now the weather.",
+            (("c2", "lookup", '{"city": "Paris"}'),),
+            "tool_calls",
+            stall_after=1,
+            stall_seconds=60,
+        )
+        replies = [first, stalled, second, third]
+    with ReplayServer(replies) as server:
+        worker = start(workdir, server.url, "sleep:lookup" if during == "tool" else "none")
+        if during == "tool":
+            _wait(lambda: "lookup:Paris:start" in effects(workdir), worker, "the tool")
+        else:
+            _wait(lambda: len(server.requests) >= 2, worker, "the second model call")
+            time.sleep(0.3)
+        worker.send_signal(signal.SIGINT)
+        worker.communicate(timeout=60)
+        assert worker.returncode != 0 and not (workdir / "final.json").exists()
+        assert finish(start(workdir, server.url, "none")) == 0
+        assert not server.unexpected
+    assert rows(workdir) == tool_baseline

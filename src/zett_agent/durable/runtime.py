@@ -6,7 +6,9 @@ key). The workflow body is deterministic: the model calls, tool calls and hooks
 are steps (:mod:`zett_agent.durable.steps`), the session's history is read up to
 the last row checkpointed when the run began, the run id is the workflow id, and
 every message is appended with the key ``<run id>:<n>`` (its place in the run),
-so a replay after a crash stores nothing twice.
+so a replay after a crash stores nothing twice. What the loop stores only because
+its task is being cancelled (a cut answer, "cancelled during" tool results) is not
+stored: the process is stopping, and the run carries on from its checkpoints later.
 
 DBOS is one per process: :func:`launch` configures and starts it once, after
 every :class:`~zett_agent.durable.agent.DurableAgent` of the process exists (a
@@ -107,7 +109,15 @@ async def run_workflow(agent_name: str, session_id: str, prompt: str | None) -> 
     counter = itertools.count()
 
     async def append(message: Message) -> None:
-        await store.append(session_id, message, key=f"{run_id}:{next(counter)}")
+        key = f"{run_id}:{next(counter)}"
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            # The run's task is being cancelled (the process is stopping; DBOS's own
+            # cancel does not cancel tasks). The run is not over: DBOS runs it again
+            # from its checkpoints, and that run stores how this message really ends
+            # (a cut answer or a "cancelled during" result would take its key).
+            return
+        await store.append(session_id, message, key=key)
 
     agent = durable.step_agent()
     events = agent.stream(prompt, history=history, on_message=append, run_id=run_id)

@@ -196,3 +196,24 @@ async def test_a_workers_concurrency_limit_holds(
     await runs.cancel(cancelled)
     status = await runs.status("rc")
     assert status is not None and status.status == "CANCELLED"
+
+
+async def test_a_worker_stopped_with_sigterm_mid_tool_carries_on_after_restart(
+    workers: tuple[Workers, ReplayServer], runs: DurableRuns, database: str
+) -> None:
+    from zett_agent.sessions.postgres import PostgresSessionStore
+
+    pool, server = workers
+    pool.start("wA")
+    server.add(*note_run())
+    await runs.submit("noter", "note x", session_id="s", run_id="r1")
+    pool.wait_for("wA:x:start")
+    process = pool.processes.pop("wA")
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=60)
+    pool.start("wA")
+    assert (await runs.result("r1")).text == "Noted x."
+    async with PostgresSessionStore(database, schema="sessions") as store:
+        stored = await store.rows("s")
+    assert [(r.seq, r.key) for r in stored] == [(n + 1, f"r1:{n}") for n in range(4)]
+    assert stored[2].message.content == "noted x"  # type: ignore[union-attr]

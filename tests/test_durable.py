@@ -192,7 +192,7 @@ async def test_a_recovery_that_switches_model_is_refused(dbos_sqlite: Path) -> N
 def test_a_model_checkpoint_is_the_whole_answer() -> None:
     response = ModelResponse(
         "It is",
-        (ToolCall("c1", "weather", '{"city": "Paris"}'),),
+        (ToolCall("c1", "weather", '{"city": "Paris"}'), ToolCall("c2", "weather", '{"ci', False)),
         StopInfo(StopReason.MAX_OUTPUT, "length", detail={"native": "x"}),
         Usage(10, 5, cached_input_tokens=2),
         reasoning="hm",
@@ -200,6 +200,8 @@ def test_a_model_checkpoint_is_the_whole_answer() -> None:
         provider_record={"content": [{"type": "text", "text": "It is"}]},
     )
     assert decode_model_call(encode_model_response(response)) == response
+    back = decode_model_call(encode_model_response(response))
+    assert isinstance(back, ModelResponse) and back.tool_calls[1].closed is False  # never run
     ok = ModelResponse("Done.", (), StopInfo(StopReason.END_TURN, "stop"))
     assert decode_model_call(encode_model_response(ok)) == ok
     error = ProviderError("slow down", provider="openai", status=429, code="rate", retry_after=2.0)

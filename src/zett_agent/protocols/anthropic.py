@@ -27,6 +27,7 @@ from dataclasses import replace
 from typing import Any
 
 from zett_agent.messages import (
+    TOO_DEEP,
     AssistantMessage,
     SystemMessage,
     ToolResultMessage,
@@ -326,7 +327,11 @@ class AnthropicDecoder(Decoder):
             return []
         given = block.get("input")  # a whole input on the start event, no deltas
         if isinstance(given, dict) and given:
-            return self.builder.tool_call(index, arguments=json.dumps(given, ensure_ascii=False))
+            try:
+                arguments = json.dumps(given, ensure_ascii=False)
+            except RecursionError:  # parsed, but too deep to write again: never run
+                arguments = TOO_DEEP
+            return self.builder.tool_call(index, arguments=arguments)
         return []
 
     def _on_error(self, payload: dict[str, Any], data: str) -> list[StreamEvent]:
@@ -427,7 +432,7 @@ class AnthropicDecoder(Decoder):
             if index in self._json:
                 try:
                     value = json.loads("".join(self._json[index]) or "{}")
-                except ValueError:
+                except (ValueError, RecursionError):
                     value = None  # cut off (max_tokens): the start's input stays
                 if isinstance(value, dict):
                     block["input"] = value

@@ -178,7 +178,8 @@ class ModelResponse:
         return None if self.stop_info.ok else self.stop_info
 
     def to_message(self, provider: str | None = None) -> AssistantMessage:
-        """The :class:`AssistantMessage` this response becomes."""
+        """The :class:`AssistantMessage` this response becomes (its record and stop
+        detail made storable: :meth:`AssistantMessage.storable`)."""
         return AssistantMessage(
             text=self.text,
             tool_calls=self.tool_calls,
@@ -188,7 +189,7 @@ class ModelResponse:
             model=self.model,
             provider=provider,
             provider_record=self.provider_record,
-        )
+        ).storable()
 
 
 class _CallAccumulator:

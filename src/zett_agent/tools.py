@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from zett_agent.extensions import Extension
     from zett_agent.telemetry import Telemetry
 
-__all__ = ["CUT_OFF_ARGUMENTS", "Tool", "ToolRunner", "as_tool"]
+__all__ = ["CUT_OFF_ARGUMENTS", "Tool", "ToolRunner", "as_tool", "is_cut_off"]
 
 CUT_OFF_ARGUMENTS = (
     "The arguments of this tool call were cut off at the output limit; it was not run."
@@ -134,10 +134,9 @@ class ToolRunner:
         exception they raise propagates. The tool function's own exceptions and
         invalid arguments are answered as error results."""
         calls = answer.tool_calls
-        cut_off = answer.stop is not None and answer.stop.truncated
 
         async def run_one(index: int, call: ToolCall) -> None:
-            results[index] = await self._call(call, cut_off, span)
+            results[index] = await self._call(call, is_cut_off(answer, call), span)
 
         if self.parallel and len(calls) > 1:
             async with anyio.create_task_group() as group:
@@ -148,7 +147,7 @@ class ToolRunner:
                 await run_one(index, call)
 
     async def _call(self, call: ToolCall, cut_off: bool, parent: Any) -> ToolResultMessage:
-        if cut_off and not _is_json_object(call.arguments):
+        if cut_off:
             return ToolResultMessage(call.id, call.name, CUT_OFF_ARGUMENTS, is_error=True)
         span = self.telemetry.start_tool(parent, call)
         try:
@@ -176,6 +175,14 @@ class ToolRunner:
             if isinstance(changed, ToolResultMessage):
                 result = changed
         return result
+
+
+def is_cut_off(answer: AssistantMessage, call: ToolCall) -> bool:
+    """Whether ``call`` of ``answer`` was cut off at the output limit and so is not
+    run (answered with :data:`CUT_OFF_ARGUMENTS`): the answer stopped at a limit
+    (MAX_OUTPUT, CONTEXT_FULL) and the call's arguments are not a whole JSON object.
+    The one rule :class:`ToolRunner` and the UI stream (``zett_agent.serve``) share."""
+    return answer.stop is not None and answer.stop.truncated and not _is_json_object(call.arguments)
 
 
 def _is_json_object(text: str) -> bool:

@@ -13,6 +13,7 @@ prompt          replayed answer                                               st
 ``weather``     a get_weather(Paris) call; after its result, a text answer   normal
 ``cut-call``    text, then a get_weather call whose arguments end mid-string, MAX_OUTPUT,
                 ``length``; after the cut-off result, a text answer           then normal
+``slow``        40 words, 0.1 s apart                                         normal
 ==============  ============================================================  ==========
 """
 
@@ -48,7 +49,12 @@ def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
 
 
 def _call(call_id: str, name: str, arguments: list[str]) -> list[dict[str, Any]]:
-    head = {"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
+    head = {
+        "index": 0,
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": ""},
+    }
     pieces = [_chunk({"role": "assistant", "tool_calls": [head]})]
     for piece in arguments:
         pieces.append(_chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
@@ -62,9 +68,11 @@ def _sse(chunks: list[dict[str, Any]], **options: Any) -> Reply:
 def _text(text: str, finish: str = "stop") -> list[dict[str, Any]]:
     words = [w + " " for w in text.split(" ")]
     words[-1] = words[-1].rstrip()
-    return [_chunk({"role": "assistant", "content": ""})] + [
-        _chunk({"content": w}) for w in words
-    ] + [_chunk({}, finish)]
+    return (
+        [_chunk({"role": "assistant", "content": ""})]
+        + [_chunk({"content": w}) for w in words]
+        + [_chunk({}, finish)]
+    )
 
 
 def scenario_reply(request: RecordedRequest, delay: float = 0.0) -> Reply:
@@ -72,13 +80,13 @@ def scenario_reply(request: RecordedRequest, delay: float = 0.0) -> Reply:
     body = request.json
     messages = body["messages"]
     last = messages[-1]
-    prompt = next(
-        (m["content"] for m in reversed(messages) if m["role"] == "user"), ""
-    )
+    prompt = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
     options: dict[str, Any] = {"delay": delay}
     if last["role"] == "tool":
         final = FINAL_AFTER_CUT if "cut-call" in prompt else FINAL_WEATHER
         return _sse(_text(final), **options)
+    if "slow" in prompt:  # 40 words, 0.1 s apart: time to disconnect mid-answer
+        return _sse(_text(" ".join(f"word{n}" for n in range(40))), delay=max(delay, 0.1))
     if "refuse" in prompt:
         return Reply.file(RECORDINGS / "openai_chat__stream_refusal_delta.sse", **options)
     if "interrupt" in prompt:
@@ -136,7 +144,9 @@ def chat_body(chat_id: str, text: str, **extra: Any) -> dict[str, Any]:
     """The body useChat sends for a new user message (with a field it may add)."""
     return {
         "id": chat_id,
-        "messages": [{"id": f"m-{chat_id}", "role": "user", "parts": [{"type": "text", "text": text}]}],
+        "messages": [
+            {"id": f"m-{chat_id}", "role": "user", "parts": [{"type": "text", "text": text}]}
+        ],
         "trigger": "submit-message",
         **extra,
     }

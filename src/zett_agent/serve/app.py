@@ -313,7 +313,9 @@ class UIStreamResponse(StreamingResponse):
                     )
                     async with aclosing(self._chunks) as chunks:
                         async for data in chunks:
-                            await send({"type": "http.response.body", "body": data, "more_body": True})
+                            await send(
+                                {"type": "http.response.body", "body": data, "more_body": True}
+                            )
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
                 except OSError:  # the client went away while we wrote
                     pass
@@ -322,7 +324,9 @@ class UIStreamResponse(StreamingResponse):
             self._on_close()
 
 
-async def _chunks(events: AsyncGenerator[AgentEvent, None], message_id: str) -> AsyncGenerator[bytes, None]:
+async def _chunks(
+    events: AsyncGenerator[AgentEvent, None], message_id: str
+) -> AsyncGenerator[bytes, None]:
     """The SSE bytes of one run: the encoder's chunks, then ``[DONE]``. An error
     ends the message with an ``error`` chunk whose text names the error's type only
     (details go to the log); a cancellation propagates (the client is gone)."""

@@ -93,7 +93,9 @@ def new_input(request: ChatRequest) -> str:
         texts = [
             part["text"]
             for part in message.parts
-            if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+            if isinstance(part, dict)
+            and part.get("type") == "text"
+            and isinstance(part.get("text"), str)
         ]
         text = "\n\n".join(t for t in texts if t.strip())
         if not text:

@@ -308,7 +308,11 @@ class UIMessageStream:
             out.append({"type": "tool-input-start", "toolCallId": ui_id, "toolName": call.name})
             if call.arguments:
                 out.append(
-                    {"type": "tool-input-delta", "toolCallId": ui_id, "inputTextDelta": call.arguments}
+                    {
+                        "type": "tool-input-delta",
+                        "toolCallId": ui_id,
+                        "inputTextDelta": call.arguments,
+                    }
                 )
             if is_cut_off(message, call):
                 self._input_errors.add(ui_id)

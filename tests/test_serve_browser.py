@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("starlette", reason="the serve extra (starlette, uvicorn) is not installed")
-playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+pytest.importorskip("playwright", reason="playwright is not installed")
+
+from playwright import sync_api as playwright_api
 
 from serve_support import make_agent, running_server, scenario_reply
-
 from zett_agent.serve import create_app
 from zett_agent.testing import ReplayServer
 

@@ -108,9 +108,12 @@ def scenario_reply(request: RecordedRequest, delay: float = 0.0) -> Reply:
     return _sse(_text(f"You said: {prompt}"), **options)
 
 
-def make_agent(base_url: str, **config: Any) -> Agent:
-    """An agent on the replay server with the demo tools."""
-    model = Model("openai", "gpt-test", base_url=base_url, api_key="test-key", max_retries=0)
+def make_agent(base_url: str, *, client: Any = None, **config: Any) -> Agent:
+    """An agent on the replay server with the demo tools (``client``: an
+    ``httpx.AsyncClient`` for the model, e.g. with a larger pool)."""
+    model = Model(
+        "openai", "gpt-test", base_url=base_url, api_key="test-key", max_retries=0, client=client
+    )
     return Agent(model, AgentRunConfig("serve-test", **config), [get_weather, get_time])
 
 

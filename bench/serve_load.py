@@ -39,7 +39,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
 
 from serve_support import make_agent, read_chunks, scenario_reply  # noqa: E402
-
 from zett_agent.client import AgentClient  # noqa: E402
 from zett_agent.events import AgentEventType  # noqa: E402
 from zett_agent.testing import ReplayServer  # noqa: E402

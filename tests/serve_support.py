@@ -14,6 +14,7 @@ prompt          replayed answer                                               st
 ``cut-call``    text, then a get_weather call whose arguments end mid-string, MAX_OUTPUT,
                 ``length``; after the cut-off result, a text answer           then normal
 ``slow``        40 words, 0.1 s apart                                         normal
+``fail``        HTTP 401 whose message holds a secret                         (an error)
 ==============  ============================================================  ==========
 """
 
@@ -85,6 +86,9 @@ def scenario_reply(request: RecordedRequest, delay: float = 0.0) -> Reply:
     if last["role"] == "tool":
         final = FINAL_AFTER_CUT if "cut-call" in prompt else FINAL_WEATHER
         return _sse(_text(final), **options)
+    if "fail" in prompt:  # an error before any output: the run fails
+        error = {"message": "invalid key sk-secret-123", "type": "invalid_request_error"}
+        return Reply.json({"error": error}, status=401)
     if "slow" in prompt:  # 40 words, 0.1 s apart: time to disconnect mid-answer
         return _sse(_text(" ".join(f"word{n}" for n in range(40))), delay=max(delay, 0.1))
     if "refuse" in prompt:

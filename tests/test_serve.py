@@ -131,6 +131,17 @@ def test_cut_call_gets_tool_input_error_and_abnormal_step_then_normal_finish(ser
     assert chunks[-1]["finishReason"] == "stop"  # per run: the run ended normally
 
 
+def test_a_failed_run_ends_with_an_error_chunk_that_names_only_the_type(server: str) -> None:
+    chunks = chat(server, "e1", "fail")
+    assert types(chunks) == ["start", "start-step", "finish-step", "error", "finish"]
+    assert "ProviderHTTPError" in chunks[3]["errorText"]
+    assert "secret" not in json.dumps(chunks)
+    assert chunks[-1]["finishReason"] == "error"
+    # the session keeps the question; it can be answered again by resuming
+    stored = httpx.get(f"{server}/api/sessions/e1").json()["messages"]
+    assert [m["role"] for m in stored] == ["user"]
+
+
 def test_finish_reason_table_covers_every_stop_with_sdk_values() -> None:
     sdk = {"stop", "length", "content-filter", "tool-calls", "error", "interrupted", "other"}
     assert set(FINISH_REASONS) == {None, *StopReason}

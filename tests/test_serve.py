@@ -7,6 +7,8 @@ Everything goes through a real uvicorn server on 127.0.0.1 and a replayed model
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -169,7 +171,7 @@ def test_session_restores_as_ui_messages_with_streamed_ids_and_stops(server: str
     assert assistant["parts"][3]["data"] == stops(chunks)[0]
 
     listed = httpx.get(f"{server}/api/sessions").json()["sessions"]
-    assert [s["id"] for s in listed] == ["s1"]
+    assert [(s["id"], s["title"], s["rows"]) for s in listed] == [("s1", "cut-call", 4)]
     assert httpx.delete(f"{server}/api/sessions/s1").json() == {"id": "s1", "deleted": True}
     assert httpx.get(f"{server}/api/sessions/s1").status_code == 404
     assert httpx.delete(f"{server}/api/sessions/s1").status_code == 404
@@ -391,6 +393,16 @@ def test_fuzzed_chat_bodies_never_get_a_500(server: str, body: dict[str, Any]) -
 
 
 # ---------------------------------------------------------------- the command
+
+
+def test_the_core_and_the_cli_do_not_import_the_serve_extra() -> None:
+    code = (
+        "import sys, zett_agent, zett_agent.cli, zett_agent.agent; "
+        "assert not [m for m in sys.modules if m.split('.')[0] in ('starlette', 'uvicorn')]; "
+        "assert 'zett_agent.serve' not in sys.modules"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
 
 
 def test_zett_serve_command_off_loopback_makes_and_prints_a_token(

@@ -222,20 +222,39 @@ async def rejoin(request: Request) -> Response:
 
 
 async def sessions(request: Request) -> Response:
-    found = await _state(request).client.sessions()
-    return JSONResponse(
-        {
-            "sessions": [
-                {
-                    "id": s.session_id,
-                    "rows": s.rows,
-                    "created_at": s.created_at,
-                    "updated_at": s.updated_at,
-                }
-                for s in found
-            ]
-        }
-    )
+    """The stored sessions, newest first; the first :data:`TITLED` get a ``title``
+    (their first user message, cut to 80 characters)."""
+    client = _state(request).client
+    found = await client.sessions()
+    listed = []
+    for n, info in enumerate(found):
+        title = await _title(client, info.session_id) if n < TITLED else None
+        listed.append(
+            {
+                "id": info.session_id,
+                "title": title,
+                "rows": info.rows,
+                "created_at": info.created_at,
+                "updated_at": info.updated_at,
+            }
+        )
+    return JSONResponse({"sessions": listed})
+
+
+TITLED = 50
+"""How many sessions of ``GET /api/sessions`` get a title (each loads its session)."""
+
+
+async def _title(client: AgentClient, session_id: str) -> str | None:
+    try:
+        messages = await client.messages(session_id)
+    except SessionStoreError:
+        return None
+    for message in messages:
+        if isinstance(message, UserMessage):
+            text = " ".join(message.content.split())
+            return text if len(text) <= 80 else text[:79] + "…"
+    return None
 
 
 async def session(request: Request) -> Response:

@@ -209,7 +209,7 @@ function renderTool(part) {
   const box = el('div', `tool${part.state === 'output-error' ? ' error' : ''}`);
   const name = part.toolName || part.type.slice(5);
   const args = part.input !== undefined ? show(part.input) : part.rawInput || '';
-  box.append(el('span', 'name', `🔧 ${name}`));
+  box.append(el('span', 'name', `Tool call · ${name}`));
   box.append(el('pre', 'args', args));
   if (part.state === 'output-available') box.append(el('pre', 'result', `↳ ${show(part.output)}`));
   else if (part.state === 'output-error') box.append(el('pre', 'result', `✖ ${part.errorText}`));
@@ -261,8 +261,8 @@ async function loadSessions() {
     for (const session of sessions) {
       const item = el('li', session.id === state.chatId ? 'current' : '');
       const when = new Date(session.updated_at * 1000).toLocaleString();
-      item.append(el('span', '', `${session.id} · ${when}`));
-      item.title = `${session.rows} messages`;
+      item.append(el('span', '', session.title || session.id));
+      item.title = `${session.id} · ${when} · ${session.rows} messages`;
       const remove = el('button', 'delete', '✕');
       remove.type = 'button';
       remove.title = 'Delete this session';

@@ -153,12 +153,23 @@ def test_cut_call_is_an_errored_tool_part(sdk_run: tuple[dict[str, Any], str]) -
 
 
 @pytest.mark.parametrize("chat_id", list(CASES))
+def test_second_turn_sending_the_sdk_built_history_back_is_accepted(
+    sdk_run: tuple[dict[str, Any], str], chat_id: str
+) -> None:
+    result = sdk_run[0][chat_id]
+    assert result["errors"] == []
+    second = result["second"]
+    assert second["id"] != result["message"]["id"]
+    assert [p.get("text") for p in second["parts"] if p["type"] == "text"] == ["You said: thanks"]
+
+
+@pytest.mark.parametrize("chat_id", list(CASES))
 def test_stored_session_matches_what_the_sdk_built(
     sdk_run: tuple[dict[str, Any], str], chat_id: str
 ) -> None:
     results, url = sdk_run
     streamed = results[chat_id]["message"]
-    stored = httpx.get(f"{url}/api/sessions/{chat_id}").json()["messages"][-1]
+    stored = httpx.get(f"{url}/api/sessions/{chat_id}").json()["messages"][1]
     assert stored["id"] == streamed["id"]
     keys = ("type", "state", "text", "data", "toolCallId", "input", "output", "errorText")
     assert [{k: p.get(k) for k in keys} for p in stored["parts"]] == [

@@ -5,7 +5,8 @@
 //
 //   node read_stream.mjs BASE_URL CHAT_ID:PROMPT [CHAT_ID:PROMPT ...]
 //
-// Prints one JSON object: {CHAT_ID: {header, chunks, invalid, errors, message}}.
+// Prints one JSON object: {CHAT_ID: {header, chunks, invalid, errors, message, second}}:
+// `second` is the answer to a second turn that sends the built message back.
 import {
   DefaultChatTransport,
   readUIMessageStream,
@@ -67,6 +68,23 @@ for (const spec of cases) {
     result.errors.push(String(error));
   }
   result.header = header;
+  // the second turn as useChat sends it: the whole history, the assistant message
+  // as the SDK built it (tool parts, data-stop parts, step-start...) and a new question
+  if (result.message) {
+    const next = { id: `user2-${chatId}`, role: 'user', parts: [{ type: 'text', text: 'thanks' }] };
+    try {
+      const stream = await transport.sendMessages({
+        chatId,
+        messages: [user, result.message, next],
+        trigger: 'submit-message',
+        messageId: undefined,
+        abortSignal: undefined,
+      });
+      for await (const message of readUIMessageStream({ stream })) result.second = message;
+    } catch (error) {
+      result.errors.push(`second turn: ${error}`);
+    }
+  }
   results[chatId] = result;
 }
 

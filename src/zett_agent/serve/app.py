@@ -350,20 +350,18 @@ async def _chunks(
     ends the message with an ``error`` chunk whose text names the error's type only
     (details go to the log); a cancellation propagates (the client is gone)."""
     encoder = UIMessageStream(message_id)
-    for chunk in encoder.start():
-        yield sse(chunk)
+    yield b"".join(map(sse, encoder.start()))
     try:
         async with aclosing(events) as run:
             async for event in run:
-                for chunk in encoder.feed(event):
-                    yield sse(chunk)
+                chunks = encoder.feed(event)
+                if chunks:  # one write per event
+                    yield b"".join(map(sse, chunks))
     except Exception as error:
         logger.warning("run of UI message %s failed: %r", message_id, error)
-        for chunk in encoder.fail(_error_text(error)):
-            yield sse(chunk)
+        yield b"".join(map(sse, encoder.fail(_error_text(error))))
     else:
-        for chunk in encoder.finish():
-            yield sse(chunk)
+        yield b"".join(map(sse, encoder.finish()))
     yield DONE
 
 

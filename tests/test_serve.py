@@ -345,6 +345,23 @@ def test_malformed_chat_requests_get_4xx_json(
     assert response.json()["error"]["status"] == status
 
 
+def test_the_page_cannot_be_framed_and_loads_only_its_own_files(server: str) -> None:
+    page = httpx.get(f"{server}/")
+    assert page.status_code == 200 and "/static/app.js" in page.text
+    assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+    assert page.headers["x-frame-options"] == "DENY"
+    assert httpx.get(f"{server}/static/app.js").status_code == 200
+    assert httpx.get(f"{server}/static/../app.py").status_code == 404
+
+
+@pytest.mark.parametrize("path", ["/api/sessions/%00", "/api/sessions/a%20b", "/api/sessions/..x"])
+def test_bad_session_ids_get_400_json(server: str, path: str) -> None:
+    for method in ("GET", "DELETE"):
+        response = httpx.request(method, f"{server}{path}")
+        assert (response.status_code, response.json()["error"]["status"]) == (400, 400)
+    assert httpx.post(f"{server}{path}/resume").status_code == 400
+
+
 def test_unknown_routes_and_methods_get_json(server: str) -> None:
     missing = httpx.get(f"{server}/api/nothing")
     assert (missing.status_code, missing.json()["error"]["status"]) == (404, 404)

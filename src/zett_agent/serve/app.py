@@ -176,8 +176,18 @@ def create_app(
 # ---------------------------------------------------------------- endpoints
 
 
+PAGE_HEADERS = {
+    "cache-control": "no-cache",
+    # the page loads only its own files, and no other site may frame it (it runs tools)
+    "content-security-policy": "default-src 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "x-frame-options": "DENY",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+}
+
+
 async def page(request: Request) -> Response:
-    return FileResponse(STATIC / "index.html", headers={"cache-control": "no-cache"})
+    return FileResponse(STATIC / "index.html", headers=PAGE_HEADERS)
 
 
 async def info(request: Request) -> Response:

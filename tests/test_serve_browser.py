@@ -80,7 +80,8 @@ def test_page_shows_refusal_and_cut_off_notices_and_resume(
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))  # type: ignore[attr-defined]
     page.goto(page_url)  # type: ignore[attr-defined]
-    page.wait_for_function("document.querySelector('#model').textContent.includes('tools')")  # type: ignore[attr-defined]
+    # selectors, not JS expressions: the page's CSP forbids eval, as it should
+    page.wait_for_selector("#model:has-text('tools')")  # type: ignore[attr-defined]
     assert "get_weather" in page.text_content("#model")  # type: ignore[attr-defined]
 
     ask(page, "please refuse")
@@ -103,9 +104,7 @@ def test_page_shows_refusal_and_cut_off_notices_and_resume(
     print(f"screenshot: {tmp_path / 'serve-page.png'}")
 
     page.click("button.resume")  # type: ignore[attr-defined]
-    page.wait_for_function(  # type: ignore[attr-defined]
-        "document.querySelector('#messages').textContent.includes('You said: Continue')"
-    )
+    page.wait_for_selector("#messages :text('You said: Continue')")  # type: ignore[attr-defined]
     page.wait_for_selector("#send:not([disabled])")  # type: ignore[attr-defined]
     assert page.query_selector_all("button.resume") == []  # type: ignore[attr-defined]
     assert errors == []
@@ -131,9 +130,7 @@ def test_stop_button_cancels_and_the_partial_answer_is_kept(
     page = browser_page
     page.goto(page_url)  # type: ignore[attr-defined]
     ask(page, "slow")
-    page.wait_for_function(  # type: ignore[attr-defined]
-        "document.querySelector('#messages').textContent.includes('word2')"
-    )
+    page.wait_for_selector("#messages :text('word2')")  # type: ignore[attr-defined]
     page.click("#stop")  # type: ignore[attr-defined]
     notice = page.wait_for_selector(".stop-interrupted")  # type: ignore[attr-defined]
     assert "cancelled" in notice.text_content()

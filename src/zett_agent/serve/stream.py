@@ -36,8 +36,9 @@ streaming is therefore delayed to the end of each step. A call cut off at the
 output limit gets ``tool-input-error`` (it is never run).
 
 Tool approvals (helper ``mcp``) would add ``tool-approval-request`` chunks: they
-belong in :meth:`UIMessageStream.feed` right after the step's tool inputs, the one
-place a call is known to be kept (see ``_tool_inputs``).
+belong in ``UIMessageStream._approvals``, called right after the step's tool inputs,
+the one place a call is known to be kept; the answers come back in the next request
+(:mod:`.request`).
 """
 
 from __future__ import annotations
@@ -296,8 +297,14 @@ class UIMessageStream:
                 out += self._text(message.text)
         out += self._close_parts()
         out += self._tool_inputs(message)
-        # mcp: tool-approval-request chunks for the kept calls go here.
+        out += self._approvals(message)
         return out
+
+    def _approvals(self, message: AssistantMessage) -> list[Chunk]:
+        """Tool approvals (to come, helper ``mcp``): ``tool-approval-request`` chunks
+        (``approvalId``, ``toolCallId``: the UI id :class:`ToolCallIds` gave the call)
+        for the kept calls of ``message`` that wait for a person. None today."""
+        return []
 
     def _tool_inputs(self, message: AssistantMessage) -> list[Chunk]:
         """The step's kept calls, now that the step has ended (withheld calls are

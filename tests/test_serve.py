@@ -298,6 +298,22 @@ def test_host_origin_token_and_size_checks(replay: ReplayServer) -> None:
         assert big.status_code == 413
 
 
+def test_allowed_hosts_and_ipv6_loopback_names() -> None:
+    from zett_agent.serve.security import Guard, host_name
+
+    guard = Guard(
+        None,  # type: ignore[arg-type]
+        bind_host="127.0.0.1",
+        token=None,
+        allowed_hosts=["Box.Local:8000"],
+        max_body_bytes=10,
+    )
+    assert {"box.local", "localhost", "127.0.0.1", "::1"} <= guard.hosts
+    assert host_name("[::1]:8000") == "::1"
+    assert host_name("LOCALHOST:80") == "localhost"
+    assert host_name("evil.test") == "evil.test"
+
+
 def test_cors_only_for_configured_origins(replay: ReplayServer) -> None:
     settings = ServeSettings(cors_origins=("http://app.test",))
     with running_server(create_app(make_agent(replay.url), settings=settings)) as url:

@@ -74,7 +74,7 @@ class Guard:
     ) -> None:
         self.app = app
         self.token = token
-        hosts = {h.lower() for h in allowed_hosts}
+        hosts = {host_name(h) for h in allowed_hosts}  # a port given with a name is ignored
         self.any_host = "*" in hosts
         hosts |= LOOPBACK_HOSTS
         if bind_host not in ("0.0.0.0", "::", ""):

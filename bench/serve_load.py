@@ -6,9 +6,9 @@ Usage::
     python bench/serve_load.py --chats 50    # fewer
     python bench/serve_load.py --json        # one JSON object
 
-The server runs in its own process (uvicorn, one worker, 127.0.0.1) so its RSS is
-its own; the replayed model (``ReplayServer`` routed by each request's prompt, not
-served in order: ``tests/serve_support.py``) and the clients run here. The chats
+Three processes on 127.0.0.1: the server (uvicorn, one worker) so its RSS is its
+own, the replayed model (``ReplayServer`` routed by each request's prompt, not
+served in order: ``tests/serve_support.py``), and the clients (here). The chats
 cycle through five scenarios (refusal, cut-off, interruption with a withheld call,
 a tool run, a cut tool call then a normal answer) and every one is checked for the
 right ``data-stop``/``finishReason``; a wrong one fails the bench (exit 1).
@@ -84,6 +84,25 @@ def serve(port: int, replay_url: str) -> None:
     )
     app = create_app(make_agent(replay_url, client=client), owns=True)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", backlog=2048)
+
+
+def replay() -> None:
+    """The replayed model, in its own process: prints its URL, runs until killed."""
+    with ReplayServer(route=route) as server:
+        print(server.url, flush=True)
+        while True:
+            time.sleep(3600)
+
+
+def start_replay() -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [sys.executable, __file__, "--replay"],
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    return process, process.stdout.readline().strip()
 
 
 def start_server(replay_url: str) -> tuple[subprocess.Popen[bytes], str]:
@@ -212,13 +231,18 @@ def main() -> int:
     parser.add_argument("--chats", type=int, default=200)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--serve", nargs=2, metavar=("PORT", "REPLAY_URL"), help=argparse.SUPPRESS)
+    parser.add_argument("--replay", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         serve(int(args.serve[0]), args.serve[1])
         return 0
-    with ReplayServer(route=route) as replay:
-        baseline = anyio.run(direct, replay.url, args.chats)
-        process, url = start_server(replay.url)
+    if args.replay:
+        replay()
+        return 0
+    replayer, replay_url = start_replay()
+    try:
+        baseline = anyio.run(direct, replay_url, args.chats)
+        process, url = start_server(replay_url)
         try:
             idle_kb = rss_kb(process.pid)
             started = time.perf_counter()
@@ -228,6 +252,9 @@ def main() -> int:
         finally:
             process.terminate()
             process.wait(10)
+    finally:
+        replayer.terminate()
+        replayer.wait(10)
     wrong = [why for why in map(check, results) if why]
     first = [r["first_chunk"] * 1000 for r in results]
     output = [r["first_output"] * 1000 for r in results]

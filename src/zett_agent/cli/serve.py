@@ -111,8 +111,8 @@ def serve(
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/" + (f"#token={token}" if token else "")
     names = ", ".join(tool.__name__ for tool in offered) or "none"
-    out.print(f"zett serve: {url}")
-    out.print(f"  model {model}, tools: {names}, sessions in {db}", style="dim")
+    out.print(f"zett serve: {url}", soft_wrap=True)
+    out.print(f"  model {model}, tools: {names}, sessions in {db}", style="dim", soft_wrap=True)
     if getattr(resolved, "starts_server", False):
-        out.print("  starting the local llama.cpp server first…", style="dim")
+        out.print("  starting the local llama.cpp server first…", style="dim", soft_wrap=True)
     uvicorn.run(web, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)

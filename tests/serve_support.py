@@ -14,6 +14,7 @@ prompt          replayed answer                                               st
 ``cut-call``    text, then a get_weather call whose arguments end mid-string, MAX_OUTPUT,
                 ``length``; after the cut-off result, a text answer           then normal
 ``slow``        40 words, 0.1 s apart                                         normal
+``think``       recording: DeepSeek reasoner, reasoning then text            normal
 ``fail``        HTTP 401 whose message holds a secret                         (an error)
 ==============  ============================================================  ==========
 """
@@ -91,6 +92,8 @@ def scenario_reply(request: RecordedRequest, delay: float = 0.0) -> Reply:
         return Reply.json({"error": error}, status=401)
     if "slow" in prompt:  # 40 words, 0.1 s apart: time to disconnect mid-answer
         return _sse(_text(" ".join(f"word{n}" for n in range(40))), delay=max(delay, 0.1))
+    if "think" in prompt:
+        return Reply.file(RECORDINGS / "deepseek__stream_reasoner_stop_usage.sse", **options)
     if "refuse" in prompt:
         return Reply.file(RECORDINGS / "openai_chat__stream_refusal_delta.sse", **options)
     if "interrupt" in prompt:

@@ -43,6 +43,7 @@ CASES = {
     "interrupted": "interrupt",
     "toolrun": "weather in Paris?",
     "cutcall": "cut-call",
+    "reasoning": "think, then greet",
 }
 
 
@@ -149,6 +150,14 @@ def test_cut_call_is_an_errored_tool_part(sdk_run: tuple[dict[str, Any], str]) -
     tool = parts(result)[2]
     assert (tool["state"], tool["errorText"]) == ("output-error", CUT_OFF_ARGUMENTS)
     assert parts(result)[-1]["text"] == FINAL_AFTER_CUT
+    assert finish_reason(result) == "stop"
+
+
+def test_reasoning_is_its_own_part_before_the_text(sdk_run: tuple[dict[str, Any], str]) -> None:
+    result = sdk_run[0]["reasoning"]
+    assert kinds(result) == ["step-start", "reasoning", "text"]
+    assert parts(result)[1]["text"].startswith("Hmm, the user just said")
+    assert parts(result)[2]["text"].startswith("Hello there!")
     assert finish_reason(result) == "stop"
 
 

@@ -122,6 +122,10 @@ def test_page_shows_tool_calls_and_withheld_calls(page_url: str, browser_page: o
     notice = page.wait_for_selector(".stop-interrupted")  # type: ignore[attr-defined]
     assert "Withheld tool calls (not run): get_weather" in notice.text_content()
     assert len(page.query_selector_all(".tool")) == 1  # type: ignore[attr-defined]
+    page.wait_for_selector("#send:not([disabled])")  # type: ignore[attr-defined]
+    ask(page, "think first")
+    reasoning = page.wait_for_selector(".reasoning")  # type: ignore[attr-defined]
+    assert reasoning.text_content().startswith("Hmm, the user just said")
 
 
 def test_stop_button_cancels_and_the_partial_answer_is_kept(

@@ -20,7 +20,7 @@ pytest.importorskip("playwright", reason="playwright is not installed")
 from playwright import sync_api as playwright_api
 
 from serve_support import make_agent, running_server, scenario_reply
-from zett_agent.serve import create_app
+from zett_agent.serve import ServeSettings, create_app
 from zett_agent.testing import ReplayServer
 
 CHROMIUM = os.environ.get("ZETT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -140,3 +140,17 @@ def test_stop_button_cancels_and_the_partial_answer_is_kept(
     assert "cancelled" in notice.text_content()
     assert notice.query_selector("button.resume") is not None
     assert "word39" not in page.text_content("#messages")  # type: ignore[attr-defined]
+
+
+def test_page_takes_the_token_from_the_url_fragment(browser_page: object) -> None:
+    page = browser_page
+    with ReplayServer(route=scenario_reply) as replay:
+        app = create_app(make_agent(replay.url), settings=ServeSettings(token="t0k3n"))
+        with running_server(app) as url:
+            page.goto(url)  # type: ignore[attr-defined]
+            page.wait_for_selector("#model:has-text('bearer token')")  # type: ignore[attr-defined]
+            page.goto(f"{url}/#token=t0k3n")  # type: ignore[attr-defined]
+            page.wait_for_selector("#model:has-text('tools')")  # type: ignore[attr-defined]
+            assert "token" not in page.url  # type: ignore[attr-defined]
+            ask(page, "cut")
+            page.wait_for_selector(".stop-max_output")  # type: ignore[attr-defined]

@@ -20,13 +20,17 @@ const $ = id => document.getElementById(id);
 // ---------------------------------------------------------------- the token
 // Off loopback the API needs a bearer token; `zett serve` prints the page's URL
 // with it in the fragment (#token=...), which never reaches the server.
-(function takeToken() {
+function takeToken() {
   const match = location.hash.match(/token=([^&]+)/);
   if (match) {
     sessionStorage.setItem('zett-token', decodeURIComponent(match[1]));
     history.replaceState(null, '', location.pathname + location.search);
   }
-})();
+  return Boolean(match);
+}
+takeToken();
+// a URL with the token pasted over an open page changes only the fragment
+window.addEventListener('hashchange', () => { if (takeToken()) { loadInfo(); loadSessions(); } });
 
 function headers(extra) {
   const token = sessionStorage.getItem('zett-token');
@@ -320,12 +324,16 @@ document.addEventListener('DOMContentLoaded', async () => {
   });
   $('stop').addEventListener('click', () => state.controller && state.controller.abort());
   $('new-chat').addEventListener('click', newChat);
+  loadInfo();
+  loadSessions();
+});
+
+async function loadInfo() {
   try {
     const info = await (await api('/api/info')).json();
     $('model').textContent = `${info.model} · tools: ${info.tools.join(', ') || 'none'}` +
       (info.max_tokens ? ` · max ${info.max_tokens} tokens` : '');
   } catch (error) {
-    $('model').textContent = error.message;
+    $('model').textContent = `${error.message} (open the URL zett serve printed, with #token=…)`;
   }
-  loadSessions();
-});
+}

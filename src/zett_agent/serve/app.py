@@ -14,7 +14,9 @@
 
 The chat ``id`` is the session id in the :class:`~zett_agent.sessions.SessionStore`,
 which is the source of truth (:mod:`.request`). One run per session at a time: a
-second request for a session that is running gets 409. A client that disconnects
+second request for a session that is running gets 409 (kept per app, so serve with
+one worker process, uvicorn's default; several workers could run one session twice
+at once, which :class:`~zett_agent.client.AgentClient` does not support). A client that disconnects
 cancels its run; the answer streamed so far is stored as INTERRUPTED with
 ``detail["cancelled"]`` (as :class:`~zett_agent.client.AgentClient` does) and can be
 resumed. Bad requests get a 4xx JSON error ``{"error": {"status", "message"}}``,

@@ -129,38 +129,70 @@ def start_server(replay_url: str) -> tuple[subprocess.Popen[bytes], str]:
 # ---------------------------------------------------------------- the load
 
 
-async def one_chat(client: httpx.AsyncClient, url: str, n: int, out: list[dict[str, Any]]) -> None:
+async def one_chat(url: str, n: int, out: list[dict[str, Any]]) -> None:
+    """One chat over a raw socket (HTTP/1.1 by hand: a client library's own pool
+    bookkeeping would be measured too), timing the first bytes of the answer."""
     prompt = list(SCENARIOS)[n % len(SCENARIOS)]
-    body = {
-        "id": f"load{n}",
-        "messages": [{"id": f"u{n}", "role": "user", "parts": [{"type": "text", "text": prompt}]}],
-        "trigger": "submit-message",
-    }
+    body = json.dumps(
+        {
+            "id": f"load{n}",
+            "messages": [
+                {"id": f"u{n}", "role": "user", "parts": [{"type": "text", "text": prompt}]}
+            ],
+            "trigger": "submit-message",
+        }
+    ).encode()
+    host, port = url.removeprefix("http://").split(":")
+    head = (
+        f"POST /api/chat HTTP/1.1\r\nhost: {host}:{port}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    ).encode()
     started = time.perf_counter()
     first: float | None = None
     output: float | None = None
-    text = ""
-    async with client.stream("POST", f"{url}/api/chat", json=body) as response:
-        async for piece in response.aiter_text():
+    raw = b""
+    stream = await anyio.connect_tcp(host, int(port))
+    async with stream:
+        await stream.send(head + body)
+        while True:
+            try:
+                piece = await stream.receive()
+            except (anyio.EndOfStream, anyio.BrokenResourceError):
+                break
             now = time.perf_counter()
-            if first is None:
+            raw += piece
+            if first is None and b"data: " in raw:
                 first = now - started
-            text += piece
             if output is None and any(
-                marker in text for marker in ('"text-delta"', '"tool-input-start"', '"data-stop"')
+                marker in raw for marker in (b'"text-delta"', b'"tool-input-start"', b'"data-stop"')
             ):
                 output = now - started
-    assert first is not None and output is not None, text
+    status_line, _, rest = raw.partition(b"\r\n")
+    _, _, payload = rest.partition(b"\r\n\r\n")
+    assert first is not None and output is not None, raw[-500:]
     out.append(
         {
             "prompt": prompt,
-            "status": response.status_code,
-            "chunks": read_chunks(text),
+            "status": int(status_line.split()[1]),
+            "chunks": read_chunks(dechunk(payload).decode()),
             "first_chunk": first,
             "first_output": output,
             "total": time.perf_counter() - started,
         }
     )
+
+
+def dechunk(data: bytes) -> bytes:
+    """The body of an HTTP/1.1 chunked transfer."""
+    body = b""
+    while data:
+        size_line, _, data = data.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            break
+        body += data[:size]
+        data = data[size + 2 :]
+    return body
 
 
 def check(result: dict[str, Any]) -> str | None:
@@ -186,13 +218,9 @@ def check(result: dict[str, Any]) -> str | None:
 
 async def load(url: str, chats: int) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
-    limits = httpx.Limits(max_connections=chats + 10, max_keepalive_connections=chats + 10)
-    async with (
-        httpx.AsyncClient(limits=limits, timeout=120) as client,
-        anyio.create_task_group() as group,
-    ):
+    async with anyio.create_task_group() as group:
         for n in range(chats):
-            group.start_soon(one_chat, client, url, n, results)
+            group.start_soon(one_chat, url, n, results)
     return results
 
 

@@ -134,9 +134,10 @@ class ToolRunner:
         exception they raise propagates. The tool function's own exceptions and
         invalid arguments are answered as error results."""
         calls = answer.tool_calls
+        cut_off = answer.stop is not None and answer.stop.truncated
 
         async def run_one(index: int, call: ToolCall) -> None:
-            results[index] = await self._call(call, is_cut_off(answer, call), span)
+            results[index] = await self._call(call, cut_off, span)
 
         if self.parallel and len(calls) > 1:
             async with anyio.create_task_group() as group:
@@ -147,7 +148,7 @@ class ToolRunner:
                 await run_one(index, call)
 
     async def _call(self, call: ToolCall, cut_off: bool, parent: Any) -> ToolResultMessage:
-        if cut_off:
+        if cut_off and not _is_json_object(call.arguments):
             return ToolResultMessage(call.id, call.name, CUT_OFF_ARGUMENTS, is_error=True)
         span = self.telemetry.start_tool(parent, call)
         try:
@@ -178,10 +179,14 @@ class ToolRunner:
 
 
 def is_cut_off(answer: AssistantMessage, call: ToolCall) -> bool:
-    """Whether ``call`` of ``answer`` was cut off at the output limit and so is not
-    run (answered with :data:`CUT_OFF_ARGUMENTS`): the answer stopped at a limit
-    (MAX_OUTPUT, CONTEXT_FULL) and the call's arguments are not a whole JSON object.
-    The one rule :class:`ToolRunner` and the UI stream (``zett_agent.serve``) share."""
+    """Whether :class:`ToolRunner` answers ``call`` of ``answer`` with
+    :data:`CUT_OFF_ARGUMENTS` instead of running it: the wire did not finish the call
+    (``closed`` False, where the call says), or the answer stopped at a limit
+    (MAX_OUTPUT, CONTEXT_FULL) and the arguments are not a whole JSON object. For
+    those who show calls before they run (``zett_agent.serve``); must say what
+    ``ToolRunner._call`` does (tests/test_serve_stream.py checks both agree)."""
+    if not getattr(call, "closed", True):
+        return True
     return answer.stop is not None and answer.stop.truncated and not _is_json_object(call.arguments)
 
 

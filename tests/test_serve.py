@@ -438,6 +438,13 @@ def test_the_core_and_the_cli_do_not_import_the_serve_extra() -> None:
     assert done.returncode == 0, done.stderr
 
 
+def test_zett_serve_defaults_to_the_local_model() -> None:
+    from zett_agent.cli import serve as serve_command
+    from zett_agent.local import DEFAULT_LOCAL_MODEL
+
+    assert f"llamacpp:{DEFAULT_LOCAL_MODEL}" == serve_command.DEFAULT_MODEL
+
+
 def test_zett_serve_command_off_loopback_makes_and_prints_a_token(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -1,24 +1,23 @@
 """``zett serve``: the agent behind an HTTP server, for the page and AI SDK front ends.
 
-Needs the ``serve`` extra (Starlette + uvicorn), imported only when the command
-runs. The server itself is :mod:`zett_agent.serve`.
+Needs the ``serve`` extra (Starlette + uvicorn). The runtime and the extra are
+imported only when the command runs, so ``zett --help`` loads neither. The server
+itself is :mod:`zett_agent.serve`.
 """
 
 from __future__ import annotations
 
-import secrets
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from zett_agent.cli.main import app
-from zett_agent.cli.run import DEFAULT_MODEL
-from zett_agent.demo_tools import select_demo_tools
-from zett_agent.errors import ZettError
 
-__all__ = ["serve"]
+__all__ = ["DEFAULT_MODEL", "serve"]
+
+DEFAULT_MODEL = "llamacpp:smollm2"
+"""The model without ``--model``: the local one, as ``zett run`` (no key, no credits)."""
 
 
 @app.command()
@@ -75,7 +74,13 @@ def serve(
         raise typer.BadParameter(
             "zett serve needs the serve extra: pip install -e '.[serve]'", param_hint="serve"
         ) from None
+    import secrets
+
+    from rich.console import Console
+
     from zett_agent.agent import Agent, AgentRunConfig
+    from zett_agent.demo_tools import select_demo_tools
+    from zett_agent.errors import ZettError
     from zett_agent.models import resolve_model
     from zett_agent.serve.security import is_loopback
     from zett_agent.sessions import SQLiteSessionStore

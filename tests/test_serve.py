@@ -343,6 +343,12 @@ def test_listening_off_loopback_needs_a_token(replay: ReplayServer) -> None:
         (b'{"id": "a/../b", "messages": [{"role": "user", "parts": []}]}', "application/json", 400),
         (b'{"id": "a", "messages": [{"role": "assistant", "parts": []}]}', "application/json", 400),
         (
+            b'{"id": "a", "messages": [{"role": "user", "parts": [{"type": "text", "text": "q"}]},'
+            b' {"role": "assistant", "parts": [{"type": "tool-x", "state": "output-available"}]}]}',
+            "application/json",
+            400,
+        ),
+        (
             b'{"id": "a", "messages": [{"role": "user", "parts": [{"type": "file"}]}]}',
             "application/json",
             400,

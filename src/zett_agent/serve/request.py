@@ -5,9 +5,10 @@ The AI SDK's default transport sends ``{"id", "messages", "trigger", "messageId"
 newer SDK versions add more, so unknown fields are ignored everywhere rather than
 refused (a strict model once broke the second turn of every chat elsewhere).
 
-The session store is the source of truth: of ``messages`` only the **last user
-message** is taken (its text parts, joined by blank lines); the history the
-client sends, client system prompts and non-text parts are ignored. ``trigger``
+The session store is the source of truth: of ``messages`` only the **last
+message** is taken, which must be the user's (its text parts, joined by blank
+lines); the history the client sends, client system prompts and non-text parts are
+ignored. ``trigger``
 ``"regenerate-message"`` asks the same question again: the last user message is
 appended once more and answered, the earlier answer stays in the stored history
 (rows are never rewritten).
@@ -82,25 +83,30 @@ def valid_session_id(value: str) -> str:
 
 
 def new_input(request: ChatRequest) -> str:
-    """The text of the last user message of ``request`` (what this turn asks).
+    """The text of the last message of ``request``, which must be the user's (what
+    this turn asks).
 
-    Raises RequestError (400) when there is no user message or it has no text, and
-    (413) when it is longer than :data:`MAX_PROMPT_CHARS`.
+    Raises RequestError (400) when the last message is not a user message (a front
+    end sending client-side tool results or approval answers: not taken today, see
+    the module docstring) or has no text, and (413) when it is longer than
+    :data:`MAX_PROMPT_CHARS`.
     """
-    for message in reversed(request.messages):
-        if message.role != "user":
-            continue
-        texts = [
-            part["text"]
-            for part in message.parts
-            if isinstance(part, dict)
-            and part.get("type") == "text"
-            and isinstance(part.get("text"), str)
-        ]
-        text = "\n\n".join(t for t in texts if t.strip())
-        if not text:
-            raise RequestError("the last user message has no text part")
-        if len(text) > MAX_PROMPT_CHARS:
-            raise RequestError(f"the message is longer than {MAX_PROMPT_CHARS} characters", 413)
-        return text
-    raise RequestError("messages holds no user message")
+    message = request.messages[-1]
+    if message.role != "user":
+        raise RequestError(
+            f"the last message must be the user's (got role {message.role!r}); "
+            "client-side tool results and approvals are not taken"
+        )
+    texts = [
+        part["text"]
+        for part in message.parts
+        if isinstance(part, dict)
+        and part.get("type") == "text"
+        and isinstance(part.get("text"), str)
+    ]
+    text = "\n\n".join(t for t in texts if t.strip())
+    if not text:
+        raise RequestError("the last user message has no text part")
+    if len(text) > MAX_PROMPT_CHARS:
+        raise RequestError(f"the message is longer than {MAX_PROMPT_CHARS} characters", 413)
+    return text

@@ -124,8 +124,10 @@ def test_page_shows_tool_calls_and_withheld_calls(page_url: str, browser_page: o
     assert len(page.query_selector_all(".tool")) == 1  # type: ignore[attr-defined]
     page.wait_for_selector("#send:not([disabled])")  # type: ignore[attr-defined]
     ask(page, "think first")
-    reasoning = page.wait_for_selector(".reasoning")  # type: ignore[attr-defined]
-    assert reasoning.text_content().startswith("Hmm, the user just said")
+    page.wait_for_selector(".message:last-child .text")  # type: ignore[attr-defined]
+    page.wait_for_selector("#send:not([disabled])")  # type: ignore[attr-defined]
+    reasoning = page.text_content(".reasoning")  # type: ignore[attr-defined]
+    assert reasoning.startswith("Hmm, the user just said")
 
 
 def test_stop_button_cancels_and_the_partial_answer_is_kept(

@@ -112,15 +112,17 @@ async def test_max_turns_is_a_data_stop_outside_a_step_and_other() -> None:
 async def test_duplicate_and_empty_call_ids_get_distinct_tool_call_ids() -> None:
     calls = [
         ToolCall("same", "get_weather", '{"city": "A"}'),
-        ToolCall("same", "get_weather", '{"city": "B"}'),
+        ToolCall("same", "get_weather", '{"city": "B"}'),  # the loop renames it, does not run it
         ToolCall("", "get_weather", '{"city": "C"}'),
     ]
     chunks = await encode(ScriptedModel(reply(tool_calls=calls), reply("done")))
     inputs = [c["toolCallId"] for c in chunks if c["type"] == "tool-input-available"]
     outputs = {c["toolCallId"]: c["output"] for c in chunks if c["type"] == "tool-output-available"}
-    assert len(set(inputs)) == 3
-    assert set(outputs) == set(inputs)
-    assert sorted(outputs.values()) == ["A: sunny", "B: sunny", "C: sunny"]
+    errors = {c["toolCallId"] for c in chunks if c["type"] == "tool-output-error"}
+    assert len(set(inputs)) == 3 and "" not in inputs
+    assert set(outputs) | errors == set(inputs)
+    assert sorted(outputs.values()) == ["A: sunny", "C: sunny"]
+    assert len(errors) == 1
 
 
 async def test_a_failed_run_sends_an_error_without_the_provider_text() -> None:

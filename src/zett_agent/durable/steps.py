@@ -146,6 +146,7 @@ class StepTool(Tool):
             tool.description,
             tool.function,
             tool.arguments,
+            tool.timeout,
             step_prefix=step_prefix,
             idempotent=idempotent,
         )

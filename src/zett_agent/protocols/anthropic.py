@@ -27,6 +27,7 @@ from dataclasses import replace
 from typing import Any
 
 from zett_agent.messages import (
+    TOO_DEEP,
     AssistantMessage,
     SystemMessage,
     ToolResultMessage,
@@ -249,6 +250,8 @@ class AnthropicDecoder(Decoder):
             for field in ("text", "thinking", "signature"):
                 self._strings.pop((index, field), None)
             self._text_run = None
+            if block.get("type") == "redacted_thinking":
+                self.opaque_progress += 1  # progress for the idle clock, with no event
             if block.get("type") == "tool_use":
                 events = self.builder.tool_call(
                     index, id=as_text(block.get("id")), name=as_text(block.get("name"))
@@ -295,6 +298,7 @@ class AnthropicDecoder(Decoder):
         if kind == "signature_delta" and isinstance(delta.get("signature"), str):
             block = self._block(index, "thinking")
             self._append(index, block, "signature", delta["signature"])
+            self.opaque_progress += 1  # progress for the idle clock, with no event
             return []
         if kind == "input_json_delta" and isinstance(delta.get("partial_json"), str):
             block = self._block(index, "tool_use")
@@ -323,7 +327,11 @@ class AnthropicDecoder(Decoder):
             return []
         given = block.get("input")  # a whole input on the start event, no deltas
         if isinstance(given, dict) and given:
-            return self.builder.tool_call(index, arguments=json.dumps(given, ensure_ascii=False))
+            try:
+                arguments = json.dumps(given, ensure_ascii=False)
+            except RecursionError:  # parsed, but too deep to write again: never run
+                arguments = TOO_DEEP
+            return self.builder.tool_call(index, arguments=arguments)
         return []
 
     def _on_error(self, payload: dict[str, Any], data: str) -> list[StreamEvent]:
@@ -424,7 +432,7 @@ class AnthropicDecoder(Decoder):
             if index in self._json:
                 try:
                     value = json.loads("".join(self._json[index]) or "{}")
-                except ValueError:
+                except (ValueError, RecursionError):
                     value = None  # cut off (max_tokens): the start's input stays
                 if isinstance(value, dict):
                     block["input"] = value

@@ -178,7 +178,8 @@ class ModelResponse:
         return None if self.stop_info.ok else self.stop_info
 
     def to_message(self, provider: str | None = None) -> AssistantMessage:
-        """The :class:`AssistantMessage` this response becomes."""
+        """The :class:`AssistantMessage` this response becomes (its record and stop
+        detail made storable: :meth:`AssistantMessage.storable`)."""
         return AssistantMessage(
             text=self.text,
             tool_calls=self.tool_calls,
@@ -188,7 +189,7 @@ class ModelResponse:
             model=self.model,
             provider=provider,
             provider_record=self.provider_record,
-        )
+        ).storable()
 
 
 class _CallAccumulator:
@@ -497,6 +498,10 @@ class Decoder(ABC):
         self.vendor = vendor
         self.builder = ResponseBuilder()
         self.malformed = 0
+        self.opaque_progress = 0
+        """Count of content pieces that make no stream event (an encrypted reasoning
+        item, a thinking signature, a redacted thinking block): the transport's idle
+        clock counts them as progress. Decoders add 1 for each."""
 
     def feed_sse(self, event: str, data: str) -> list[StreamEvent]:
         """Feed one SSE event (``event`` is "message" when unnamed)."""

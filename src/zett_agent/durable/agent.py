@@ -85,6 +85,7 @@ class DurableAgent:
                 tool,
                 f"{prefix}.tool",
                 idempotent=tool.name in self.idempotent_tools or is_idempotent(tool),
+                default_timeout=source.config.tool_timeout,
             )
             for tool in source.tools.values()
         ]

@@ -104,3 +104,9 @@ async def test_a_layout_1_file_is_upgraded_and_its_sessions_still_load(tmp_path:
         # the key is unique per session in the file itself, not only in the code
         with pytest.raises(sqlite3.IntegrityError):
             db.execute("INSERT INTO messages VALUES ('old', 9, 1, NULL, 9.0, '{}', 'k')")
+
+
+async def test_every_store_refuses_an_empty_session_id(store: SessionStore) -> None:
+    with pytest.raises(SessionStoreError, match="non-empty"):
+        await store.append("", UserMessage("hi"), key="k")
+    assert await store.list_sessions() == []

@@ -110,3 +110,10 @@ async def test_every_store_refuses_an_empty_session_id(store: SessionStore) -> N
     with pytest.raises(SessionStoreError, match="non-empty"):
         await store.append("", UserMessage("hi"), key="k")
     assert await store.list_sessions() == []
+
+
+async def test_every_store_keeps_text_utf8_cannot_hold_and_nul(store: SessionStore) -> None:
+    odd = UserMessage("lone \ud800 surrogate, NUL \x00 and \u2028 line separator")
+    await store.append("s", odd, key="odd")
+    assert await store.load("s") == [odd]
+    assert await store.append("s", odd, key="odd") == 1  # the same message: the same row

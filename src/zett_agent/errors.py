@@ -169,6 +169,7 @@ _OVERFLOW_TEXT = (
     "context window",
     "input is too long",
     "exceeds the maximum number of tokens",
+    "exceeds the context length",  # Ollama
 )
 
 

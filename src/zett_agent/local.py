@@ -18,10 +18,13 @@ handled here rather than hidden:
   (a grammar: ``message:`` or ``functions.<name>:``, at temperature 0). A text
   answer then streams; a chosen tool in a *streaming* request is answered HTTP
   200 with an empty body (the server raises "Automatic streaming tool choice is
-  not supported" after the headers are sent). So such a request is streamed
-  once, without retries, and when it ends before any output it is sent again
-  non-streaming: the choice is deterministic, and the tool call then arrives
-  whole. Text shows as it is generated; a tool call costs the choice twice.
+  not supported" after the headers are sent). Any error raised while streaming
+  (a prompt longer than the context window too) is answered that way. So a
+  streamed request is sent once, without retries, and when it ends before any
+  output it is sent again non-streaming: a tool choice is deterministic, so the
+  tool call then arrives whole, and an error arrives with its real status and
+  message (a :class:`~zett_agent.errors.ContextOverflowError` for a prompt too
+  long). Text shows as it is generated; a tool call costs the choice twice.
 * ``tool_choice="required"`` is not supported by the server's chat format: it
   is sent as the one tool's name when one tool is offered, and raises
   :class:`ConfigError` before any request otherwise.
@@ -127,6 +130,19 @@ def _check_server_installed() -> None:
         )
 
 
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise ConfigError(f"{name} must be a positive whole number of tokens, got {value!r}")
+    return number
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -177,7 +193,8 @@ class LocalLlamaModel(Model):
             ending in ``.gguf``.
         model_path: a GGUF file to serve instead (``name`` is then only the name
             sent in requests).
-        n_ctx: context window of the started server, in tokens.
+        n_ctx: context window of the started server, in tokens (default:
+            ``ZETT_LLAMACPP_N_CTX``, else 2048).
         n_threads: CPU threads of the started server (default: :func:`default_threads`).
         startup_timeout: seconds to wait for the started server to answer.
         server_args: extra command-line arguments for ``llama_cpp.server``.
@@ -195,7 +212,7 @@ class LocalLlamaModel(Model):
         name: str = DEFAULT_LOCAL_MODEL,
         *,
         model_path: str | os.PathLike[str] | None = None,
-        n_ctx: int = 2048,
+        n_ctx: int | None = None,
         n_threads: int | None = None,
         startup_timeout: float = 120.0,
         server_args: Sequence[str] = (),
@@ -208,7 +225,7 @@ class LocalLlamaModel(Model):
             self.gguf = self._locate(name, model_path)
             if name.endswith(".gguf"):
                 name = self.gguf.stem
-        self.n_ctx = n_ctx
+        self.n_ctx = n_ctx or _env_int("ZETT_LLAMACPP_N_CTX", 2048)
         self.n_threads = n_threads or default_threads()
         self.startup_timeout = startup_timeout
         self.server_args = tuple(server_args)
@@ -381,14 +398,13 @@ class LocalLlamaModel(Model):
         self, request: ModelRequest
     ) -> AsyncGenerator[StreamEvent | ModelResponse, None]:
         """As :meth:`Model.stream`, with the server's faults handled (module
-        docstring): a streamed request with automatic tool choice that ends before
-        any output is sent again non-streaming; ``tool_choice="required"`` becomes
+        docstring): a streamed request that ends before any output is sent again
+        non-streaming; ``tool_choice="required"`` becomes
         the one offered tool's name; a MAX_OUTPUT with no ``max_tokens`` names the
         context window. Raises :class:`ConfigError` for ``"required"`` with several
         tools."""
         request = self._supported(request)
-        auto = request.tools and request.tool_choice in (None, "auto")
-        if auto and request.stream and self.stream_responses:
+        if request.stream and self.stream_responses:
             await self.ensure_ready()
             try:
                 async for item in self._stream_once(request):
@@ -396,7 +412,7 @@ class LocalLlamaModel(Model):
                 return
             except TransportError:  # ended before any output: nothing was shown
                 pass
-            request = replace(request, stream=False)  # a tool was chosen: ask again, whole
+            request = replace(request, stream=False)  # ask again, whole: the real answer
         async for item in super().stream(request):
             yield self._named_window(request, item)
 

@@ -278,6 +278,7 @@ def inspect(
             f"try --protocol {short} or another --provider",
             style="yellow",
             highlight=False,
+            soft_wrap=True,
         )
     body_format = detect_format(data, stream)
     try:

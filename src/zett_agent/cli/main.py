@@ -106,10 +106,15 @@ def _no_color() -> bool:
 
 
 def out_console() -> Console:
-    """The console for the answer (stdout)."""
+    """The console for the answer (stdout). A closed stdout (``| head``) raises
+    ``BrokenPipeError`` (rich would exit 1 by itself): the commands end quietly."""
     from rich.console import Console
 
-    return Console(highlight=False, no_color=_no_color())
+    class _Stdout(Console):
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError
+
+    return _Stdout(highlight=False, no_color=_no_color())
 
 
 def err_console() -> Console:

@@ -20,7 +20,7 @@ from rich.status import Status
 from rich.text import Text
 
 from zett_agent.cli.main import EXIT_CODES
-from zett_agent.errors import ContextOverflowError
+from zett_agent.errors import ContextOverflowError, TransportError
 from zett_agent.events import AgentEvent, AgentEventType
 from zett_agent.stop import StopInfo, StopReason
 
@@ -54,9 +54,11 @@ def error_text(error: BaseException | None) -> str:
 
 
 def overflow_stop(error: ContextOverflowError) -> StopInfo:
-    """The CONTEXT_FULL stop ``zett`` reports for a prompt that does not fit."""
-    raw = str(error.code) if error.code is not None else error.error_type
-    return StopInfo(StopReason.CONTEXT_FULL, raw=raw, message=error.message)
+    """The CONTEXT_FULL stop ``zett`` reports for a prompt that does not fit (as
+    :func:`zett_agent.recovery.error_stop` words it)."""
+    from zett_agent.recovery import error_stop
+
+    return error_stop(error)
 
 
 class Printer:
@@ -75,6 +77,7 @@ class Printer:
         self.noticed: set[str] = set()
         self.failed = False
         self.streamed = False  # text of the current model call arrived as deltas
+        self.url: str | None = None  # the model's base URL, named in connection errors
 
     # -- spinner (stderr, so piped stdout stays clean)
     def wait(self, message: str) -> None:
@@ -206,8 +209,11 @@ class Printer:
             else:
                 self.notice(stop)
             return
+        text = error_text(error)
+        if isinstance(error, TransportError) and self.url:
+            text += f" (calling {self.url})"
         if self.json_events:
-            self.emit_json({"type": "error", "error": error_text(error)})
+            self.emit_json({"type": "error", "error": text})
         else:
             self.end_text()
-            self.err.print(Text(f"✖ run failed: {error_text(error)}", style="bold red"))
+            self.err.print(Text(f"✖ run failed: {text}", style="bold red"))

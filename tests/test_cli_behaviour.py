@@ -148,7 +148,7 @@ def test_stdout_holds_the_answer_only_and_withheld_calls_are_shown(tmp_path: Pat
         assert len(server.requests) == 1
     assert done.returncode == EXIT_CODES["refusal"], done.stderr
     assert done.stdout == "Let me check.\n"
-    assert "✋ withheld tool calls (not run): get_weather" in done.stderr
+    assert "withheld tool calls (not run): get_weather" in done.stderr
     assert "demo data" not in done.stderr  # the tool never ran
 
 

@@ -123,7 +123,7 @@ class Printer:
         withheld = stop.detail.get("withheld_tool_calls")
         if isinstance(withheld, list) and withheld:
             names = ", ".join(str(name) for name in withheld)
-            body.append(f"\n✋ withheld tool calls (not run): {names}", style=colour)
+            body.append(f"\nwithheld tool calls (not run): {names}", style=colour)
         self.stop_waiting()
         self.end_text()
         self.err.print(Panel(body, border_style=colour, expand=False))

@@ -398,3 +398,25 @@ def test_local_answer_filling_the_window_is_max_output_naming_it() -> None:
     flat = " ".join(done.stderr.replace("│", " ").split())
     assert "⚠ stopped: max_output (length): the answer filled the local model's" in flat
     assert "context window (256 tokens" in flat
+
+
+def test_help_imports_no_runtime() -> None:
+    """``zett --help`` loads the command modules only: no httpx, pydantic, anyio or
+    agent code (the package's own ``__init__`` is replaced by an empty one here, so
+    this checks the CLI modules whatever that file imports)."""
+    probe = (
+        "import sys, types\n"
+        "package = types.ModuleType('zett_agent')\n"
+        f"package.__path__ = [{str(Path(__file__).parent.parent / 'src' / 'zett_agent')!r}]\n"
+        "sys.modules['zett_agent'] = package\n"
+        "from zett_agent.cli import app\n"
+        "sys.argv = ['zett', '--help']\n"
+        "try:\n    app()\nexcept SystemExit:\n    pass\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('httpx', 'httpx_sse', 'pydantic', 'anyio') or m.startswith("
+        "('zett_agent.agent', 'zett_agent.models', 'zett_agent.protocols', 'zett_agent.events')))\n"
+        "print('HEAVY', heavy, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert "Usage:" in done.stdout
+    assert "HEAVY []" in done.stderr, done.stderr

@@ -68,7 +68,14 @@ from zett_agent.loop import MAX_TURNS_RAW, Step, _Run
 from zett_agent.messages import AssistantMessage, Message
 from zett_agent.models import ModelClient, resolve_model
 from zett_agent.resume import CONTINUE_PROMPT, plan_resume
-from zett_agent.tools import Tool, as_tool
+from zett_agent.tools import (
+    DEFAULT_MAX_TOOL_ARGUMENT_CHARS,
+    DEFAULT_MAX_TOOL_CALLS,
+    DEFAULT_MAX_TOOL_RESULT_CHARS,
+    DEFAULT_TOOL_TIMEOUT,
+    Tool,
+    as_tool,
+)
 
 __all__ = ["MAX_TURNS_RAW", "Agent", "AgentRunConfig", "Step", "create_agent"]
 
@@ -96,6 +103,15 @@ class AgentRunConfig:
         telemetry: make OpenTelemetry spans (when the ``otel`` extra is installed).
         tracer_provider: the OpenTelemetry ``TracerProvider`` for them (None: the
             global one).
+        tool_timeout: seconds a tool call may run when the tool sets no
+            ``timeout`` of its own (None: no limit); an overrun is answered with
+            an error result and the run goes on.
+        max_tool_calls: tool calls run per answer (None: all); later calls are
+            answered with an error result.
+        max_tool_argument_chars: longest argument JSON of a call that runs, in
+            characters (None: no limit).
+        max_tool_result_chars: longest tool result sent to the model, in
+            characters; a longer one is cut and says so (None: no limit).
     """
 
     name: str = "agent"
@@ -109,6 +125,10 @@ class AgentRunConfig:
     model_options: dict[str, Any] = field(default_factory=dict)
     telemetry: bool = True
     tracer_provider: Any = None
+    tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT
+    max_tool_calls: int | None = DEFAULT_MAX_TOOL_CALLS
+    max_tool_argument_chars: int | None = DEFAULT_MAX_TOOL_ARGUMENT_CHARS
+    max_tool_result_chars: int | None = DEFAULT_MAX_TOOL_RESULT_CHARS
 
 
 class Agent:
@@ -170,14 +190,18 @@ class Agent:
         *,
         history: Sequence[Message] | None = None,
         on_message: Callable[[Message], Any] | None = None,
+        run_id: str | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run and yield :class:`~zett_agent.events.AgentEvent` values as they happen.
 
         ``prompt`` None runs on the history as it is (to continue it).
         ``on_message`` is called (and awaited if async) with each message as soon
-        as it is complete, for durable storage.
+        as it is complete, for durable storage. ``run_id`` names the run in events,
+        logs and spans (default: a random 12-hex id); a durable engine passes one
+        derived from its workflow id so a replayed run has the same one.
         """
-        run = _Run(self, list(self.messages if history is None else history), on_message)
+        messages = list(self.messages if history is None else history)
+        run = _Run(self, messages, on_message, run_id=run_id)
         async with aclosing(self._drive(run, prompt, keep=history is None)) as events:
             async for event in events:
                 yield event

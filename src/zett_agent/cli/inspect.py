@@ -117,8 +117,12 @@ def decode_captured(
     protocol: str | None = None,
     status: int = 200,
     body_format: BodyFormat = "json",
+    max_tokens: int | None = None,
 ) -> ModelResponse:
     """Decode a captured body as the vendor's protocol (or ``protocol``) would.
+
+    ``max_tokens``: the output limit the request asked for, judged as the agent
+    loop does (:func:`~zett_agent.protocols.base.apply_output_limit`).
 
     Raises :class:`~zett_agent.errors.ProviderError` for an error body,
     :class:`~zett_agent.errors.DecodeError` for a body that cannot be read, and
@@ -129,13 +133,14 @@ def decode_captured(
 
     from zett_agent.errors import DecodeError
     from zett_agent.protocols import get_protocol
+    from zett_agent.protocols.base import apply_output_limit
 
     decoder = get_protocol(protocol or vendor.protocol).decoder(vendor)
     try:
         if not 200 <= status < 300:
             return decoder.decode_error(status, {}, data)
         if body_format == "json":
-            return decoder.decode_body(data)
+            return apply_output_limit(decoder.decode_body(data), max_tokens)
         if body_format == "sse":
             response = httpx.Response(
                 200, content=data, headers={"content-type": "text/event-stream"}
@@ -149,7 +154,7 @@ def decode_captured(
             for line in data.decode("utf-8", "replace").splitlines():
                 if line.strip():
                     decoder.feed_line(line)
-        return decoder.finish()
+        return apply_output_limit(decoder.finish(), max_tokens)
     except NotImplementedError as error:
         raise DecodeError(f"{error}; try --stream/--no-stream or --protocol") from error
 
@@ -159,8 +164,11 @@ def response_record(response: ModelResponse) -> dict[str, Any]:
 
     ``reason`` is the StopReason value also for a normal end. For a REFUSAL or
     INTERRUPTED response ``tool_calls`` is empty and ``withheld_tool_calls``
-    names the calls that came with it.
+    names the calls that came with it. ``cut_tool_calls`` names the calls the wire
+    did not finish (never run; each ``tool_calls`` entry says ``closed``).
     """
+    from zett_agent.protocols.base import CUT_TOOL_CALLS
+
     info = response.stop_info
     calls = response.tool_calls
     withheld: list[str] = []
@@ -179,8 +187,12 @@ def response_record(response: ModelResponse) -> dict[str, Any]:
         "recommended_model": info.recommended_model,
         "detail": _jsonable(dict(info.detail)),
         "text": response.text,
-        "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls],
+        "tool_calls": [
+            {"id": c.id, "name": c.name, "arguments": c.arguments, "closed": c.closed}
+            for c in calls
+        ],
         "withheld_tool_calls": withheld,
+        "cut_tool_calls": [str(n) for n in info.detail.get(CUT_TOOL_CALLS, ())],
     }
 
 
@@ -238,6 +250,9 @@ def inspect(
         ),
     ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    max_tokens: Annotated[
+        int | None, typer.Option(help="The output limit the request asked for (as the loop).")
+    ] = None,
 ) -> None:
     """Show what zett-agent makes of a captured response body (JSON, SSE or NDJSON).
 
@@ -283,8 +298,9 @@ def inspect(
     body_format = detect_format(data, stream)
     try:
         response = decode_captured(
-            vendor, data, protocol=wire, status=status, body_format=body_format
-        )
+            vendor, data, protocol=wire, status=status, body_format=body_format,
+            max_tokens=max_tokens,
+        )  # fmt: skip
     except ZettError as error:
         _show_error(error, json_output)
         code = "context_full" if isinstance(error, ContextOverflowError) else "error"
@@ -342,6 +358,9 @@ def _show_record(record: dict[str, Any], source: str) -> None:
             out.print(
                 Text(f"  {call['name']}({call['arguments']})  id={call['id']}"), soft_wrap=True
             )
+    if record["cut_tool_calls"]:
+        names = ", ".join(record["cut_tool_calls"])
+        out.print(Text(f"cut tool calls (not run): {names}", style="bold red"))
     if record["withheld_tool_calls"]:
         names = ", ".join(record["withheld_tool_calls"])
         out.print(Text(f"withheld tool calls (not run): {names}", style="bold red"))

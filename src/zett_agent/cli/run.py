@@ -77,6 +77,7 @@ class RunOptions:
     session: str | None = None
     model_variable: str | None = None
     """The environment variable ``model`` came from (named in its errors), if any."""
+    attempt_timeout: float | None = None
 
 
 def validate_tool_choice(choice: str | None, tools: Sequence[Callable[..., Any]]) -> None:
@@ -137,6 +138,14 @@ def run(
     session: Annotated[
         str | None, typer.Option(help="Session id to continue (needs --db).")
     ] = None,
+    attempt_timeout: Annotated[
+        float | None,
+        typer.Option(
+            min=0.1,
+            help="Seconds each model call attempt may take, streamed or not (per call "
+            "attempt, not per run: every call and every retry gets its own). Default 600.",
+        ),
+    ] = None,
 ) -> None:
     from zett_agent.demo_tools import select_demo_tools
 
@@ -162,6 +171,7 @@ def run(
         db=db,
         session=session,
         model_variable=model_variable(ctx),
+        attempt_timeout=attempt_timeout,
     )
     raise typer.Exit(run_in_terminal(options))
 
@@ -297,8 +307,9 @@ def _resolve(options: RunOptions) -> Any:
     from zett_agent.errors import ConfigError
     from zett_agent.models import resolve_model
 
+    timing = {} if options.attempt_timeout is None else {"attempt_timeout": options.attempt_timeout}
     try:
-        return resolve_model(options.model)
+        return resolve_model(options.model, **timing)
     except ConfigError as error:
         if options.model_variable is None:
             raise

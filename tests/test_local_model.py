@@ -26,6 +26,7 @@ from zett_agent import (
     ConfigError,
     Message,
     Model,
+    ProviderHTTPError,
     StopReason,
     ToolCall,
     ToolResultMessage,
@@ -190,6 +191,24 @@ async def test_a_chosen_tool_is_asked_again_whole() -> None:
             await model.aclose()
         sent = [r.json for r in fake.requests]
     assert [r["stream"] for r in sent] == [True, False]  # no retry of the streamed request
+    assert [c.name for c in response.tool_calls] == ["get_weather"]
+
+
+async def test_a_retryable_error_on_the_streamed_attempt_falls_back() -> None:
+    busy = Reply.json({"error": {"message": "busy", "type": "server_error"}}, status=503)
+    whole = Reply.file(RECORDINGS / "llamacpp__tool_call_function_call_trailing_colon.json")
+    bad = Reply.json({"error": {"message": "bad request", "type": "invalid_request_error"}},
+                     status=400)  # fmt: skip
+    with ReplayServer([busy, whole, bad]) as fake:
+        model = LocalLlamaModel("smollm2", base_url=fake.url, max_retries=1)
+        try:
+            response = await model.complete(ask("x", tools=[WEATHER], tool_choice="auto"))
+            with pytest.raises(ProviderHTTPError):  # not retryable: raised as it is
+                await model.complete(ask("x"))
+        finally:
+            await model.aclose()
+        sent = [r.json for r in fake.requests]
+    assert [r["stream"] for r in sent] == [True, False, True]
     assert [c.name for c in response.tool_calls] == ["get_weather"]
 
 

@@ -63,7 +63,7 @@ from typing import IO, Any
 import anyio
 import httpx
 
-from zett_agent.errors import ConfigError, TransportError
+from zett_agent.errors import ConfigError, ProviderError, TransportError
 from zett_agent.models import Model
 from zett_agent.protocols.base import (
     Decoder,
@@ -74,7 +74,6 @@ from zett_agent.protocols.base import (
     WireProtocol,
 )
 from zett_agent.stop import StopReason
-from zett_agent.transport import send
 from zett_agent.vendors import Vendor
 
 __all__ = ["DEFAULT_LOCAL_MODEL", "LocalLlamaModel", "default_threads", "find_default_gguf"]
@@ -399,25 +398,25 @@ class LocalLlamaModel(Model):
     # ------------------------------------------------------------ calls
 
     async def stream(
-        self, request: ModelRequest
+        self, request: ModelRequest, *, max_retries: int | None = None
     ) -> AsyncGenerator[StreamEvent | ModelResponse, None]:
         """As :meth:`Model.stream`, with the server's faults handled (module
         docstring): a streamed request that ends before any output is sent again
-        non-streaming; ``tool_choice="required"`` becomes
-        the one offered tool's name; a MAX_OUTPUT with no ``max_tokens`` names the
-        context window. Raises :class:`ConfigError` for ``"required"`` with several
-        tools."""
+        non-streaming; ``tool_choice="required"`` becomes the one offered tool's
+        name; a MAX_OUTPUT with no ``max_tokens`` names the context window. Raises
+        :class:`ConfigError` for ``"required"`` with several tools."""
         request = self._supported(request)
         if request.stream and self.stream_responses:
             await self.ensure_ready()
-            try:
-                async for item in self._stream_once(request):
+            try:  # one streamed attempt: the non-streamed request below is the retry
+                async for item in super().stream(request, max_retries=0):
                     yield self._named_window(request, item)
                 return
-            except TransportError:  # ended before any output: nothing was shown
-                pass
+            except (TransportError, ProviderError) as error:  # nothing was shown yet
+                if not error.retryable:
+                    raise
             request = replace(request, stream=False)  # ask again, whole: the real answer
-        async for item in super().stream(request):
+        async for item in super().stream(request, max_retries=max_retries):
             yield self._named_window(request, item)
 
     def _supported(self, request: ModelRequest) -> ModelRequest:
@@ -430,18 +429,6 @@ class LocalLlamaModel(Model):
             "the local llama.cpp server cannot force 'some tool' (tool_choice='required'); "
             f"name one of {names}, or use 'auto'"
         )
-
-    async def _stream_once(
-        self, request: ModelRequest
-    ) -> AsyncGenerator[StreamEvent | ModelResponse, None]:
-        """One streamed attempt, no retries (the fallback is the retry)."""
-        request = replace(request, model=request.model or self.name)
-        http_request = self.protocol.encode_request(request, self.vendor)
-        decoder = self.protocol.decoder(self.vendor)
-        async for item in send(
-            self._client, self.base_url + http_request.path, http_request, self.headers(), decoder
-        ):
-            yield item
 
     def _named_window(
         self, request: ModelRequest, item: StreamEvent | ModelResponse

@@ -208,15 +208,17 @@ class Model:
         return headers
 
     async def stream(
-        self, request: ModelRequest
+        self, request: ModelRequest, *, max_retries: int | None = None
     ) -> AsyncGenerator[StreamEvent | ModelResponse, None]:
         """Yield the stream events of one call, then its :class:`ModelResponse`.
 
         Raises :class:`~zett_agent.errors.ProviderError` or
         :class:`~zett_agent.errors.TransportError` when the call fails with no
-        output, after the retries. Secrets in provider text are redacted
+        output, after the retries (``max_retries`` for this call, default
+        :attr:`max_retries`). Secrets in provider text are redacted
         (:mod:`zett_agent.redact`).
         """
+        retries = self.max_retries if max_retries is None else max_retries
         await self.ensure_ready()
         request = replace(request, model=request.model or self.name)
         if not self.stream_responses:
@@ -254,7 +256,7 @@ class Model:
             except (ProviderError, TransportError) as error:
                 if self._redactor:
                     self._redactor.error(error)
-                if yielded or not error.retryable or attempt >= self.max_retries:
+                if yielded or not error.retryable or attempt >= retries:
                     raise
                 delay = getattr(error, "retry_after", None)
                 if delay is None:

@@ -25,7 +25,9 @@ from typing import Annotated, Any
 
 import typer
 
-from zett_agent.cli.main import _err, _out, app
+from zett_agent.cli.main import app
+from zett_agent.cli.main import err_console as _err
+from zett_agent.cli.main import out_console as _out
 
 __all__ = ["load_factory", "worker"]
 

@@ -53,6 +53,7 @@ from zett_agent.protocols.base import (
     StreamEvent,
     TextDelta,
     ToolCallDelta,
+    apply_output_limit,
 )
 from zett_agent.recovery import (
     Action,
@@ -237,7 +238,7 @@ class _Run:
             async with aclosing(call.model.stream(call.request)) as stream:
                 async for item in stream:
                     if isinstance(item, ModelResponse):
-                        call.response = item
+                        call.response = apply_output_limit(item, call.request.max_tokens)
                         continue
                     received.add(item)
                     yield self._delta(item)

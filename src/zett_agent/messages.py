@@ -143,12 +143,17 @@ class ToolCall:
     """One tool call the model asked for.
 
     ``arguments`` is the JSON text exactly as the model wrote it (it may be cut
-    off or invalid when the step stopped at the output limit).
+    off or invalid when the step stopped at the output limit). ``closed`` says
+    whether the wire finished the call (Anthropic ``content_block_stop``, a
+    Responses item with status ``completed``, a Vertex call without a pending
+    ``willContinue``...): a call that is not closed is never run, whatever its
+    arguments look like; the model is answered with the cut-off error result.
     """
 
     id: str
     name: str
     arguments: str = "{}"
+    closed: bool = True
 
     def parsed_arguments(self) -> dict[str, Any]:
         """The arguments as a dict. Raises ``ValueError`` when they are not a JSON

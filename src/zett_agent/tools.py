@@ -9,7 +9,8 @@ an error result (``ToolResultMessage.is_error``), never raised into the run.
 :class:`ToolRunner` runs the tool calls of one answer for the agent loop: the
 extensions' ``before_tool`` / ``after_tool`` hooks, one span per call, all calls
 at once when ``parallel`` (results keep the model's order), and the cut-off rule:
-under MAX_OUTPUT a call whose arguments are not a whole JSON object is answered
+a call the wire did not finish (``ToolCall.closed`` False, under any stop), and
+under MAX_OUTPUT a call whose arguments are not a whole JSON object, is answered
 with an error result (:data:`CUT_OFF_ARGUMENTS`) and not run.
 
 The runner also holds the limits that apply to every tool, whatever made it (a
@@ -232,7 +233,7 @@ class ToolRunner:
                 await run_one(index, call)
 
     async def _call(self, call: ToolCall, cut_off: bool, parent: Any) -> ToolResultMessage:
-        if cut_off and not _is_json_object(call.arguments):
+        if not call.closed or (cut_off and not _is_json_object(call.arguments)):
             return ToolResultMessage(call.id, call.name, CUT_OFF_ARGUMENTS, is_error=True)
         span = self.telemetry.start_tool(parent, call)
         try:

@@ -119,6 +119,14 @@ def run(
             "(later calls are auto once a tool ran)."
         ),
     ] = None,
+    attempt_timeout: Annotated[
+        float | None,
+        typer.Option(
+            min=0.1,
+            help="Seconds each model call attempt may take, streamed or not (per call "
+            "attempt, not per run: every call and every retry gets its own). Default 600.",
+        ),
+    ] = None,
 ) -> None:
     try:
         offered = select_demo_tools(tools)
@@ -136,6 +144,7 @@ def run(
         json_events=json_events,
         system=system,
         tool_choice=tool_choice,
+        attempt_timeout=attempt_timeout,
     )
     previous = signal.signal(signal.SIGTERM, _interrupt)  # clean up (a local server) on kill
     try:

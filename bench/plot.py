@@ -1,0 +1,68 @@
+"""The chart of ``bench/run.py --plot FILE.svg`` (matplotlib, from bench/requirements.txt).
+
+One panel per protocol the peers run on: client CPU per run of the big stream at
+the coalesced framing, median over the rounds with its min-max as a whisker, on a
+log scale, each bar labelled with its multiple of the floor it is compared with.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+ROWS = (
+    ("floor raw_decode", "floor: httpx + httpx-sse + raw_decode"),
+    ("zett model", "zett Model.stream()"),
+    ("zett-0.2.1 model", "zett-agent 0.2.1 Model.stream()"),
+    ("pydantic-ai model", "pydantic-ai model_request_stream"),
+    ("litellm model", "LiteLLM acompletion(stream)"),
+    ("floor2 raw_decode", "floor, 2 requests (agent's work)"),
+    ("zett agent", "zett agent.stream() (tool + answer)"),
+    ("zett-0.2.1 agent", "zett-agent 0.2.1 agent.stream()"),
+    ("pydantic-ai agent", "pydantic-ai agent.iter (tool + answer)"),
+)
+COLOURS = {
+    "floor": "#9e9e9e",
+    "zett ": "#1f77b4",
+    "zett-": "#9ecae1",
+    "pydan": "#ff7f0e",
+    "litel": "#d62728",
+}
+
+
+def draw(result: dict[str, Any], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    big = result["streams"]["big"]
+    framing = "coalesced" if "coalesced" in big else next(iter(big))
+    protocols = [p for p in ("openai-chat", "anthropic") if p in big[framing]]
+    fig, axes = plt.subplots(1, len(protocols), figsize=(6.2 * len(protocols), 4.6), squeeze=False)
+    n = result["stream"]["big"]["text_deltas"]
+    for ax, protocol in zip(axes[0], protocols, strict=True):
+        rows = big[framing][protocol]
+        shown = [(key, label) for key, label in ROWS if key in rows]
+        y = list(range(len(shown)))[::-1]
+        med = [rows[k]["cpu_ms"]["median"] for k, _ in shown]
+        lo = [m - rows[k]["cpu_ms"]["min"] for (k, _), m in zip(shown, med, strict=True)]
+        hi = [rows[k]["cpu_ms"]["max"] - m for (k, _), m in zip(shown, med, strict=True)]
+        colours = [COLOURS.get(k[:5], "#666666") for k, _ in shown]
+        ax.barh(y, med, xerr=[lo, hi], color=colours, capsize=2)
+        ax.set_yticks(y, [label for _, label in shown], fontsize=8)
+        ax.set_xscale("log")
+        ax.set_xlabel("client CPU ms per run (log scale; median, whisker = min-max)")
+        ax.set_title(f"{protocol}: {n:,} text deltas, {framing} framing", fontsize=10)
+        for yy, (k, _), m in zip(y, shown, med, strict=True):
+            vs = rows[k].get("vs_floor")
+            label = f"{m:.0f} ms" + (f"  {vs['median']:.2f}x floor" if vs else "")
+            ax.text(m * 1.15, yy, label, va="center", fontsize=7)
+        ax.set_xlim(right=max(med) * 12)
+    fig.suptitle(
+        f"zett-agent bench ({result['mode']}, {result['rounds']} rounds, each client in a "
+        f"fresh process) — {result['date']}",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Date": None} if path.endswith(".svg") else None)
+    plt.close(fig)

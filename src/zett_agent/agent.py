@@ -178,9 +178,17 @@ class Agent:
         as it is complete, for durable storage.
         """
         run = _Run(self, list(self.messages if history is None else history), on_message)
-        async with aclosing(self._drive(run, prompt, keep=history is None)) as events:
-            async for event in events:
-                yield event
+        # the loop's events are yielded from here, not through another generator
+        # (one hop per chunk less); aclosing: closing this generator closes
+        # run.events() at once, so a cancelled model call is stored before the
+        # close returns.
+        try:
+            async with aclosing(run.events(prompt)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            if history is None:
+                self.messages = run.conversation.messages
 
     async def resume(
         self,
@@ -215,21 +223,12 @@ class Agent:
         messages = list(self.messages if history is None else history)
         plan = plan_resume(messages, self.model, self.continue_prompt)
         run = _Run(self, messages, on_message, on_replace=on_replace, plan=plan)
-        async with aclosing(self._drive(run, plan.prompt, keep=history is None)) as events:
-            async for event in events:
-                yield event
-
-    async def _drive(
-        self, run: _Run, prompt: str | None, *, keep: bool
-    ) -> AsyncGenerator[AgentEvent, None]:
-        # aclosing: closing the outer generator closes run.events() at once, so a
-        # cancelled model call is stored before the close returns.
-        try:
-            async with aclosing(run.events(prompt)) as events:
+        try:  # as in stream()
+            async with aclosing(run.events(plan.prompt)) as events:
                 async for event in events:
                     yield event
         finally:
-            if keep:
+            if history is None:
                 self.messages = run.conversation.messages
 
 

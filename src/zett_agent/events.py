@@ -21,14 +21,21 @@ from __future__ import annotations
 import inspect
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any
 
 from zett_agent.messages import AssistantMessage, ToolCall, ToolResultMessage, message_to_dict
+from zett_agent.protocols.base import ReasoningDelta, StreamEvent, TextDelta, ToolCallDelta
 from zett_agent.stop import StopInfo
 
-__all__ = ["AgentEvent", "AgentEventDispatcher", "AgentEventType", "final_message"]
+__all__ = [
+    "AgentEvent",
+    "AgentEventDispatcher",
+    "AgentEventType",
+    "DeltaEvents",
+    "final_message",
+]
 
 
 class AgentEventType(StrEnum):
@@ -105,6 +112,56 @@ class AgentEvent:
         if self.error is not None:
             record["error"] = f"{type(self.error).__name__}: {self.error}"
         return record
+
+
+_new = object.__new__
+_NONE_FIELDS = {f.name: None for f in fields(AgentEvent) if f.default is None}
+
+
+class DeltaEvents:
+    """The delta events of one model call, built cheaply.
+
+    A delta event is built for every streamed chunk, and the frozen dataclass's
+    ``__init__`` (one ``object.__setattr__`` per field) was most of the agent's cost
+    per chunk. These are the same :class:`AgentEvent` values (same type, fields,
+    equality, hash, repr, ``vars()``) written straight into a new instance's
+    ``__dict__`` from a template made once per model call: about 4x cheaper.
+    """
+
+    __slots__ = ("_reasoning", "_text", "_tool")
+
+    def __init__(self, run_id: str, step: int) -> None:
+        base: dict[str, Any] = {"run_id": run_id, "step": step, **_NONE_FIELDS}
+        self._text = {"type": AgentEventType.TEXT_DELTA, **base}
+        self._reasoning = {"type": AgentEventType.REASONING_DELTA, **base}
+        self._tool = {"type": AgentEventType.TOOL_CALL_DELTA, **base}
+
+    def text(self, text: str) -> AgentEvent:
+        """A TEXT_DELTA carrying ``text``."""
+        event: AgentEvent = _new(AgentEvent)
+        values = event.__dict__
+        values.update(self._text)
+        values["text"] = text
+        return event
+
+    def of(self, item: StreamEvent) -> AgentEvent:
+        """The event for one stream item: TEXT_DELTA, REASONING_DELTA, or
+        TOOL_CALL_DELTA (``text`` the arguments piece, ``tool_call`` the partial
+        call: id and name as far as the fragment carried them, else ``""``)."""
+        event: AgentEvent = _new(AgentEvent)
+        values = event.__dict__
+        match item:
+            case TextDelta(text=text):
+                values.update(self._text)
+                values["text"] = text
+            case ReasoningDelta(text=text):
+                values.update(self._reasoning)
+                values["text"] = text
+            case ToolCallDelta():
+                values.update(self._tool)
+                values["text"] = item.arguments
+                values["tool_call"] = ToolCall(item.id or "", item.name or "", item.arguments)
+        return event
 
 
 class AgentEventDispatcher:

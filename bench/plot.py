@@ -11,11 +11,13 @@ from typing import Any
 
 ROWS = (
     ("floor raw_decode", "floor: httpx + httpx-sse + raw_decode"),
+    ("floor bytes raw_decode", "floor: httpx + SSE split by hand + raw_decode"),
     ("zett model", "zett Model.stream()"),
     ("zett-0.2.1 model", "zett-agent 0.2.1 Model.stream()"),
     ("pydantic-ai model", "pydantic-ai model_request_stream"),
     ("litellm model", "LiteLLM acompletion(stream)"),
-    ("floor2 raw_decode", "floor, 2 requests (agent's work)"),
+    ("floor2 raw_decode", "floor (httpx-sse), 2 requests: the agent's work"),
+    ("floor2 bytes raw_decode", "floor (split by hand), 2 requests"),
     ("zett agent", "zett agent.stream() (tool + answer)"),
     ("zett-0.2.1 agent", "zett-agent 0.2.1 agent.stream()"),
     ("pydantic-ai agent", "pydantic-ai agent.iter (tool + answer)"),

@@ -45,6 +45,17 @@ PEER_PROTOCOLS = ("anthropic", "openai-chat")
 FRAMINGS = ("event", "coalesced")
 VENDOR = {"anthropic": "anthropic", "openai-chat": "openai", "gemini": "google"}
 
+
+def _zett_floor() -> str:
+    """The floor that frames SSE as zett's transport does: httpx-sse's line
+    iterator while the transport uses it, else the hand split of raw bytes."""
+    uses_httpx_sse = "httpx_sse" in (SRC / "zett_agent" / "transport.py").read_text()
+    return "floor raw_decode" if uses_httpx_sse else "floor bytes raw_decode"
+
+
+ZETT_FLOOR = _zett_floor()
+ZETT_FLOOR2 = ZETT_FLOOR.replace("floor", "floor2", 1)
+
 # client -> (virtualenv under --peers, or None for this Python; floor it is compared with)
 CLIENTS: dict[str, tuple[str | None, str]] = {
     "raw socket": (None, "floor raw_decode"),
@@ -52,8 +63,10 @@ CLIENTS: dict[str, tuple[str | None, str]] = {
     "floor raw_decode": (None, "floor raw_decode"),
     "floor2 json.loads": (None, "floor2 raw_decode"),
     "floor2 raw_decode": (None, "floor2 raw_decode"),
-    "zett model": (None, "floor raw_decode"),
-    "zett agent": (None, "floor2 raw_decode"),
+    "floor bytes raw_decode": (None, "floor raw_decode"),
+    "floor2 bytes raw_decode": (None, "floor2 raw_decode"),
+    "zett model": (None, ZETT_FLOOR),
+    "zett agent": (None, ZETT_FLOOR2),
     "zett-0.2.1 model": ("zett-0.2.1", "floor raw_decode"),
     "zett-0.2.1 agent": ("zett-0.2.1", "floor2 raw_decode"),
     "pydantic-ai model": ("pydantic-ai", "floor json.loads"),
@@ -316,29 +329,50 @@ def reduce_streams(raw: dict[str, Any]) -> dict[str, Any]:
 # ------------------------------------------------------------------ start-up
 
 
-def importtime_ms(runs: int) -> dict[str, Any]:
-    """``import zett_agent`` by ``-X importtime`` (cumulative µs of the package),
-    and the modules it pulls in that the model layer does not need."""
-    values, heavy = [], set()
+IMPORTS = {
+    "import_zett_agent_ms": "import zett_agent",
+    "import_for_agent_ms": "from zett_agent import Model, create_agent, AgentEventType",
+    "import_deps_ms": "import httpx, httpx_sse, pydantic, anyio",
+}
+
+
+def _importtime(statement: str, env: dict[str, str]) -> tuple[float, set[str]]:
+    """Microseconds -> ms of ``-X importtime`` for ``statement``: the sum of the
+    top-level imports' cumulative times (a lazily exported name's module is one of
+    them), and the top-level packages imported."""
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", statement],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    total, names = 0, set()
+    for line in proc.stderr.splitlines():
+        m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)", line)
+        if m:
+            names.add(m.group(4).split(".")[0])
+            if len(m.group(3)) == 1:
+                total += int(m.group(2))
+    return total / 1000, names
+
+
+def importtime_figures(runs: int) -> dict[str, Any]:
+    """Each statement of :data:`IMPORTS` by ``-X importtime``, less what ``pass``
+    imports (site, encodings), in rotation over ``runs`` fresh interpreters."""
     env = {**os.environ, "PYTHONPATH": str(SRC)}
+    values: dict[str, list[float]] = {key: [] for key in IMPORTS}
+    heavy: dict[str, set[str]] = {key: set() for key in IMPORTS}
     for _ in range(runs):
-        proc = subprocess.run(
-            [sys.executable, "-X", "importtime", "-c", "import zett_agent"],
-            capture_output=True,
-            text=True,
-            env=env,
-            check=True,
-        )
-        for line in proc.stderr.splitlines():
-            m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)", line)
-            if not m:
-                continue
-            name = m.group(4)
-            if name == "zett_agent" and len(m.group(3)) == 1:
-                values.append(int(m.group(2)) / 1000)
-            if name.split(".")[0] in ("rich", "click", "typer", "pygments", "opentelemetry"):
-                heavy.add(name.split(".")[0])
-    return {**summary(values), "heavy_modules": sorted(heavy)}
+        base, _names = _importtime("pass", env)
+        for key, statement in IMPORTS.items():
+            ms, names = _importtime(statement, env)
+            values[key].append(ms - base)
+            heavy[key] |= names & {"rich", "click", "typer", "pygments", "opentelemetry", "sqlite3"}
+    return {
+        key: {**summary(v), "statement": IMPORTS[key], "notable_modules": sorted(heavy[key])}
+        for key, v in values.items()
+    }
 
 
 def wall_ms(argv: list[str], runs: int, env: dict[str, str]) -> dict[str, float]:
@@ -358,7 +392,7 @@ def startup_figures(runs: int) -> dict[str, Any]:
         "import sys; from zett_agent.cli import app; sys.argv = ['zett', '--help']; app()",
     ]
     return {
-        "import_zett_agent_ms": importtime_ms(runs),
+        **importtime_figures(runs),
         "python_startup_ms": wall_ms([sys.executable, "-c", "pass"], runs, env),
         "zett_help_ms": wall_ms(zett_help, runs, env),
     }
@@ -478,6 +512,8 @@ def ratios(result: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "model_vs_floor": {},
         "model_vs_floor_json_loads": {},
+        "model_vs_floor_httpx_sse": {},
+        "floor_bytes_vs_httpx_sse": {},
         "agent_vs_floor": {},
         "model_fixed_cost_vs_floor": {},
         "agent_fixed_cost_vs_floor": {},
@@ -504,6 +540,13 @@ def ratios(result: dict[str, Any]) -> dict[str, Any]:
             out["model_vs_floor_json_loads"][framing][protocol] = (
                 round(zm / fj, 3) if zm and fj else None
             )
+            fs = cpu(big, "floor raw_decode")
+            out["model_vs_floor_httpx_sse"][framing][protocol] = (
+                round(zm / fs, 3) if zm and fs else None
+            )
+            out["floor_bytes_vs_httpx_sse"][framing][protocol] = _med(
+                big.get("floor bytes raw_decode")
+            )
             out["floor_json_loads_vs_raw_decode"][framing][protocol] = _med(
                 big.get("floor json.loads")
             )
@@ -528,7 +571,8 @@ def ratios(result: dict[str, Any]) -> dict[str, Any]:
             }
     for key in list(out):
         out[key] = {f: v for f, v in out[key].items() if v}
-    out["import_zett_agent_ms"] = round(result["startup"]["import_zett_agent_ms"]["median"], 1)
+    for key in IMPORTS:
+        out[key] = round(result["startup"][key]["median"], 1)
     out["zett_help_ms"] = round(result["startup"]["zett_help_ms"]["median"], 1)
     out["concurrency_cpu_zett_vs_floor"] = {
         runs: round(level["cpu_zett_vs_floor"]["median"], 3)
@@ -548,8 +592,8 @@ def targets(result: dict[str, Any]) -> dict[str, Any]:
     rss_excess = []
     for framing in r["rss_run_mb"].values():
         for rows in framing.values():
-            if "zett agent" in rows and "floor2 raw_decode" in rows:
-                rss_excess.append(rows["zett agent"] - rows["floor2 raw_decode"])
+            if "zett agent" in rows and ZETT_FLOOR2 in rows:
+                rss_excess.append(rows["zett agent"] - rows[ZETT_FLOOR2])
     checks = {
         "agent_vs_floor": (worst(r["agent_vs_floor"]), 1.15),
         "agent_fixed_cost_vs_floor": (worst(r["agent_fixed_cost_vs_floor"]), 1.15),
@@ -581,6 +625,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     import httpx
 
     result: dict[str, Any] = {
+        "zett_floor": {"model": ZETT_FLOOR, "agent": ZETT_FLOOR2},
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "machine": (
             f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
@@ -680,13 +725,16 @@ def print_tables(result: dict[str, Any]) -> None:
             f"added p50 {level['p50_added_ms']:+.2f} ms, p99 {level['p99_added_ms']:+.2f} ms"
         )
     s = result["startup"]
-    imp = s["import_zett_agent_ms"]
+    print(f"\n[start-up: -X importtime less 'pass', median of {s['import_zett_agent_ms']['n']}]")
+    for key in IMPORTS:
+        v = s[key]
+        print(
+            f"  {v['statement']:58} {v['median']:7.1f} ms [{v['min']:.1f}-{v['max']:.1f}]"
+            f"  {', '.join(v['notable_modules'])}"
+        )
     print(
-        f"\n[start-up, median of {imp['n']}] import zett_agent (-X importtime) "
-        f"{imp['median']:.1f} ms [{imp['min']:.1f}-{imp['max']:.1f}]; zett --help "
-        f"{s['zett_help_ms']['median']:.0f} ms wall (python -c pass: "
-        f"{s['python_startup_ms']['median']:.0f} ms); heavy modules at import: "
-        f"{', '.join(imp['heavy_modules']) or 'none'}"
+        f"  zett --help: {s['zett_help_ms']['median']:.0f} ms wall "
+        f"(python -c pass: {s['python_startup_ms']['median']:.0f} ms)"
     )
     print("\n[ratios]")
     for key, value in result["ratios"].items():

@@ -60,6 +60,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from zett_agent.events import AgentEvent, AgentEventDispatcher, AgentEventType, final_message
@@ -133,7 +134,7 @@ class Agent:
     ) -> None:
         self.model = model
         self.config = config or AgentRunConfig()
-        self.tools = {tool.name: tool for tool in map(as_tool, tools)}
+        self.tools = {tool.name: tool for tool in map(_tool, tools)}
         self.extensions = list(extensions)
         self.messages: list[Message] = []
 
@@ -250,3 +251,21 @@ async def create_agent(
     """
     resolved = resolve_model(model, **model_options) if isinstance(model, str) else model
     return Agent(resolved, config, tools, extensions)
+
+
+def _tool(function: Callable[..., Any] | Tool) -> Tool:
+    """:func:`~zett_agent.tools.as_tool`, remembered per function: building the
+    argument model (pydantic ``create_model``) took most of ``create_agent``, and
+    an application makes an agent per request with the same functions."""
+    if isinstance(function, Tool):
+        return function
+    try:
+        hash(function)
+    except TypeError:  # an unhashable callable object
+        return as_tool(function)
+    return _cached_tool(function)
+
+
+@lru_cache(maxsize=1024)
+def _cached_tool(function: Callable[..., Any]) -> Tool:
+    return as_tool(function)

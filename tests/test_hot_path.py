@@ -71,3 +71,25 @@ async def test_a_streamed_run_yields_deltas_with_its_run_id_and_step() -> None:
     assert deltas == [AgentEvent(_E.TEXT_DELTA, run_id, 1, text=t) for t in ("Hel", "lo")]
     assert events[-1].type is _E.RUN_COMPLETED
     assert events[-1].message is not None and events[-1].message.text == "Hello"
+
+
+def write_note(text: str) -> str:
+    """Write a note.
+
+    Args:
+        text: the note.
+    """
+    return text
+
+
+async def test_tools_are_built_once_per_function_and_errors_still_raise() -> None:
+    first = await create_agent(ScriptedModel(), tools=[write_note])
+    second = await create_agent(ScriptedModel(), tools=[write_note])
+    assert first.tools["write_note"] is second.tools["write_note"]
+    assert first.tools["write_note"].description == "Write a note."
+
+    def variadic(*args: str) -> str:
+        return ""
+
+    with pytest.raises(TypeError, match=r"\*args"):
+        await create_agent(ScriptedModel(), tools=[variadic])

@@ -21,7 +21,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -115,32 +115,39 @@ class AgentEvent:
 
 
 _new = object.__new__
-_NONE_FIELDS = {f.name: None for f in fields(AgentEvent) if f.default is None}
+_TEXT, _REASONING, _TOOL = (
+    AgentEventType.TEXT_DELTA,
+    AgentEventType.REASONING_DELTA,
+    AgentEventType.TOOL_CALL_DELTA,
+)
 
 
 class DeltaEvents:
     """The delta events of one model call, built cheaply.
 
     A delta event is built for every streamed chunk, and the frozen dataclass's
-    ``__init__`` (one ``object.__setattr__`` per field) was most of the agent's cost
-    per chunk. These are the same :class:`AgentEvent` values (same type, fields,
-    equality, hash, repr, ``vars()``) written straight into a new instance's
-    ``__dict__`` from a template made once per model call: about 4x cheaper.
+    ``__init__`` (one ``object.__setattr__`` per field, nine fields) was the
+    largest part of the agent's cost per chunk. These are :class:`AgentEvent`
+    instances with the same field values, equality, hash, repr, ``to_dict()``,
+    pickling and frozenness; only the fields a delta sets (``type``, ``run_id``,
+    ``step``, ``text``, and ``tool_call`` for a tool-call delta) are stored on the
+    instance, the others (None) are read from the class's defaults, so
+    ``vars(event)`` of a delta lists those fields only.
     """
 
-    __slots__ = ("_reasoning", "_text", "_tool")
+    __slots__ = ("_run_id", "_step")
 
     def __init__(self, run_id: str, step: int) -> None:
-        base: dict[str, Any] = {"run_id": run_id, "step": step, **_NONE_FIELDS}
-        self._text = {"type": AgentEventType.TEXT_DELTA, **base}
-        self._reasoning = {"type": AgentEventType.REASONING_DELTA, **base}
-        self._tool = {"type": AgentEventType.TOOL_CALL_DELTA, **base}
+        self._run_id = run_id
+        self._step = step
 
     def text(self, text: str) -> AgentEvent:
         """A TEXT_DELTA carrying ``text``."""
         event: AgentEvent = _new(AgentEvent)
         values = event.__dict__
-        values.update(self._text)
+        values["type"] = _TEXT
+        values["run_id"] = self._run_id
+        values["step"] = self._step
         values["text"] = text
         return event
 
@@ -148,19 +155,23 @@ class DeltaEvents:
         """The event for one stream item: TEXT_DELTA, REASONING_DELTA, or
         TOOL_CALL_DELTA (``text`` the arguments piece, ``tool_call`` the partial
         call: id and name as far as the fragment carried them, else ``""``)."""
-        event: AgentEvent = _new(AgentEvent)
-        values = event.__dict__
+        call: ToolCall | None = None
         match item:
             case TextDelta(text=text):
-                values.update(self._text)
-                values["text"] = text
+                kind = _TEXT
             case ReasoningDelta(text=text):
-                values.update(self._reasoning)
-                values["text"] = text
-            case ToolCallDelta():
-                values.update(self._tool)
-                values["text"] = item.arguments
-                values["tool_call"] = ToolCall(item.id or "", item.name or "", item.arguments)
+                kind = _REASONING
+            case ToolCallDelta(arguments=text):
+                kind = _TOOL
+                call = ToolCall(item.id or "", item.name or "", text)
+        event: AgentEvent = _new(AgentEvent)
+        values = event.__dict__
+        values["type"] = kind
+        values["run_id"] = self._run_id
+        values["step"] = self._step
+        values["text"] = text
+        if call is not None:
+            values["tool_call"] = call
         return event
 
 

@@ -123,6 +123,7 @@ MODES: dict[str, dict[str, Any]] = {
         "http_clients": 2,
         "startup_runs": 1,
         "peers": False,
+        "only": {"big": ("coalesced", "openai-chat"), "small": ("event", "anthropic")},
     },
 }
 
@@ -253,6 +254,8 @@ def streams_figures(
                         continue
                     if size == "small" and "json.loads" in client:
                         continue
+                    if mode.get("only") and (framing, protocol) != mode["only"][size]:
+                        continue  # --smoke: one framing and protocol per stream size
                     jobs.append((size, framing, protocol, client, pythons[client]))
     requests = {(p, two): floor_requests(p, two) for p in PROTOCOLS for two in (False, True)}
     out: dict[str, Any] = {}
@@ -569,7 +572,11 @@ def ratios(result: dict[str, Any]) -> dict[str, Any]:
             out["rss_import_mb"][framing][protocol] = {
                 name: round(row["rss_import_mb"]["median"], 1) for name, row in big.items()
             }
-    for key in list(out):
+    for key in list(out):  # leave out what this mode did not measure
+        out[key] = {
+            f: {p: v for p, v in protocols.items() if v is not None and v != {}}
+            for f, protocols in out[key].items()
+        }
         out[key] = {f: v for f, v in out[key].items() if v}
     for key in IMPORTS:
         out[key] = round(result["startup"][key]["median"], 1)
@@ -679,7 +686,7 @@ def print_tables(result: dict[str, Any]) -> None:
             for protocol, rows in protocols.items():
                 print(f"[{size} stream, {framing} framing, {protocol}]")
                 print(
-                    f"  {'client':20} {'CPU ms':>9} {'[min-max]':>17} {'x floor':>8} "
+                    f"  {'client':24} {'CPU ms':>9} {'[min-max]':>17} {'x floor':>8} "
                     f"{'vs':>18} {'RSS imp':>8} {'RSS run':>8} {'events':>7}"
                 )
                 for client, row in rows.items():
@@ -688,7 +695,7 @@ def print_tables(result: dict[str, Any]) -> None:
                     ratio = f"{vs['median']:8.3f} {vs['floor']:>18}" if vs else f"{'-':>8} {'':>18}"
                     span = f"[{c['min']:.2f}-{c['max']:.2f}]"
                     print(
-                        f"  {client:20} {c['median']:9.2f} {span:>17} "
+                        f"  {client:24} {c['median']:9.2f} {span:>17} "
                         f"{ratio} {row['rss_import_mb']['median']:8.1f} "
                         f"{row['rss_run_mb']['median']:8.1f} {row['events']:7}"
                     )

@@ -86,7 +86,7 @@ MODES: dict[str, dict[str, Any]] = {
         "big": (10_000, 200),
         "small": (20, 2),
         "rounds": 7,
-        "batches": 3,  # timed batches of big runs per process
+        "batches": 2,  # timed batches of big runs per process
         "small_batches": 3,
         "small_per_batch": 100,
         "peer_batches": 1,
@@ -216,6 +216,23 @@ def summary(values: list[float]) -> dict[str, float]:
     }
 
 
+def wanted(size: str, framing: str, protocol: str, client: str, mode: dict[str, Any]) -> bool:
+    """Whether a round measures ``client`` on this stream: the peers on the big
+    coalesced stream of the protocols they speak; the fixed cost (small stream) for
+    zett and its floors only; the two-request floors other than zett's only where
+    the peers' agents are compared with them; ``--smoke``: one framing and protocol
+    per stream size."""
+    if mode.get("only") and (framing, protocol) != mode["only"][size]:
+        return False
+    if client in PEERS:
+        return size == "big" and framing == "coalesced" and protocol in PEER_PROTOCOLS
+    if size == "small":
+        return client in ("zett model", "zett agent", ZETT_FLOOR, ZETT_FLOOR2)
+    if client.startswith("floor2") and client != ZETT_FLOOR2:
+        return client == "floor2 json.loads" and wanted(size, framing, protocol, PEERS[0], mode)
+    return True
+
+
 def streams_figures(
     server: Server, mode: dict[str, Any], peers: Path, notes: list[str], log: Any
 ) -> dict[str, Any]:
@@ -246,17 +263,8 @@ def streams_figures(
         for framing in FRAMINGS:
             for protocol in PROTOCOLS:
                 for client in pythons:
-                    if client in PEERS and (
-                        size == "small" or framing != "coalesced" or protocol not in PEER_PROTOCOLS
-                    ):
-                        continue
-                    if client == "raw socket" and size == "small":
-                        continue
-                    if size == "small" and "json.loads" in client:
-                        continue
-                    if mode.get("only") and (framing, protocol) != mode["only"][size]:
-                        continue  # --smoke: one framing and protocol per stream size
-                    jobs.append((size, framing, protocol, client, pythons[client]))
+                    if wanted(size, framing, protocol, client, mode):
+                        jobs.append((size, framing, protocol, client, pythons[client]))
     requests = {(p, two): floor_requests(p, two) for p in PROTOCOLS for two in (False, True)}
     out: dict[str, Any] = {}
     failed: set[tuple[str, str, str, str]] = set()

@@ -224,6 +224,8 @@ def wanted(size: str, framing: str, protocol: str, client: str, mode: dict[str, 
     per stream size."""
     if mode.get("only") and (framing, protocol) != mode["only"][size]:
         return False
+    if protocol not in mode.get("protocols", PROTOCOLS):
+        return False
     if client in PEERS:
         return size == "big" and framing == "coalesced" and protocol in PEER_PROTOCOLS
     if size == "small":
@@ -244,7 +246,7 @@ def streams_figures(
     pythons: dict[str, str] = {}
     for client in CLIENTS:
         if client in PEERS and not mode["peers"]:
-            note = "peers are not run in this mode (--smoke): zett and the floors only"
+            note = "peers not run (--smoke or --no-peers): zett and the floors only"
             if note not in notes:
                 notes.append(note)
             continue
@@ -631,6 +633,10 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     mode = dict(MODES[name])
     if args.rounds:
         mode["rounds"] = args.rounds
+    if args.no_peers:
+        mode["peers"] = False
+    if args.protocols:
+        mode["protocols"] = tuple(args.protocols.split(","))
     peers = Path(args.peers)
     notes: list[str] = []
 
@@ -771,6 +777,8 @@ def cli() -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--plot", metavar="FILE.svg", help="draw the chart (matplotlib)")
     parser.add_argument("--rounds", type=int, help="override the mode's rounds")
+    parser.add_argument("--no-peers", action="store_true", help="zett and the floors only")
+    parser.add_argument("--protocols", help="comma-separated subset, e.g. openai-chat")
     parser.add_argument(
         "--peers",
         default=os.environ.get("ZETT_BENCH_VENVS", "/work/bench-venvs"),

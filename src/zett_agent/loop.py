@@ -46,7 +46,12 @@ from zett_agent.messages import (
     UserMessage,
 )
 from zett_agent.models import ModelClient
-from zett_agent.protocols.base import ModelRequest, ModelResponse, TextDelta
+from zett_agent.protocols.base import (
+    ModelRequest,
+    ModelResponse,
+    TextDelta,
+    apply_output_limit,
+)
 from zett_agent.recovery import (
     Action,
     Recovery,
@@ -58,7 +63,7 @@ from zett_agent.recovery import (
 from zett_agent.resume import PartialAnswer, ResumePlan, is_cancellation, prefill_rejected
 from zett_agent.stop import StopInfo, StopReason
 from zett_agent.telemetry import Telemetry, log_step
-from zett_agent.tools import ToolRunner
+from zett_agent.tools import ToolRunner, distinct_call_ids
 
 if TYPE_CHECKING:
     from zett_agent.agent import Agent
@@ -121,8 +126,16 @@ class _Run:
         self.span: Any = None
         self.usage = Usage()
         self.tools = ToolRunner(
-            agent.tools, agent.extensions, self.telemetry, self.config.parallel_tools
+            agent.tools,
+            agent.extensions,
+            self.telemetry,
+            self.config.parallel_tools,
+            timeout=self.config.tool_timeout,
+            max_calls=self.config.max_tool_calls,
+            max_argument_chars=self.config.max_tool_argument_chars,
+            max_result_chars=self.config.max_tool_result_chars,
         )
+        self.answered: dict[str, ToolResultMessage] = {}  # by call id: calls not to run
 
     # ------------------------------------------------------------ the loop
 
@@ -227,7 +240,7 @@ class _Run:
                         text.append(item.text)
                         yield deltas.text(item.text)
                     elif isinstance(item, ModelResponse):
-                        call.response = item
+                        call.response = apply_output_limit(item, call.request.max_tokens)
                     else:
                         received.add(item)
                         yield deltas.of(item)
@@ -272,6 +285,7 @@ class _Run:
         if call.error is None:
             for extension in self.agent.extensions:
                 await _maybe_await(extension.after_model(response))
+        response, self.answered = distinct_call_ids(response)  # repeated ids: not run
         message = response.to_message(call.model.provider)
         answer = await self.conversation.add_answer(message, self.agent.model)
         self.usage = self.usage + answer.usage
@@ -290,13 +304,14 @@ class _Run:
         )
 
     async def _run_tools(self, answer: AssistantMessage) -> AsyncIterator[AgentEvent]:
-        """Run the answer's tool calls; store and report the results in the calls'
-        order. Cancelled while tools run: the results that finished are stored, and
+        """Run the answer's tool calls; store every result, then report them, in the
+        calls' order (so a consumer that stops listening after one report loses
+        none). Cancelled while tools run: the results that finished are stored, and
         each unfinished call gets a result saying the run was cancelled during it."""
         calls = answer.tool_calls
         for call in calls:
             yield self.event(_E.TOOL_CALL_STARTED, tool_call=call)
-        results: list[ToolResultMessage | None] = [None] * len(calls)
+        results: list[ToolResultMessage | None] = [self.answered.get(c.id) for c in calls]
         try:
             await self.tools.run(answer, self.span, results)
         except BaseException as exc:
@@ -305,9 +320,11 @@ class _Run:
                     for call, result in zip(calls, results, strict=True):
                         await self.conversation.add(result or _cancelled_during(call))
             raise
-        for call, result in zip(calls, results, strict=True):
-            assert result is not None
+        done = [result for result in results if result is not None]
+        assert len(done) == len(calls)
+        for result in done:
             await self.conversation.add(result)
+        for call, result in zip(calls, done, strict=True):
             yield self.event(_E.TOOL_CALL_COMPLETED, tool_call=call, tool_result=result)
 
     # ------------------------------------------------------------ decisions

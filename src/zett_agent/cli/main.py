@@ -119,6 +119,14 @@ def run(
             "(later calls are auto once a tool ran)."
         ),
     ] = None,
+    attempt_timeout: Annotated[
+        float | None,
+        typer.Option(
+            min=0.1,
+            help="Seconds each model call attempt may take, streamed or not (per call "
+            "attempt, not per run: every call and every retry gets its own). Default 600.",
+        ),
+    ] = None,
 ) -> None:
     try:
         offered = select_demo_tools(tools)
@@ -136,6 +144,7 @@ def run(
         json_events=json_events,
         system=system,
         tool_choice=tool_choice,
+        attempt_timeout=attempt_timeout,
     )
     previous = signal.signal(signal.SIGTERM, _interrupt)  # clean up (a local server) on kill
     try:
@@ -174,6 +183,9 @@ def inspect(
         ),
     ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    max_tokens: Annotated[
+        int | None, typer.Option(help="The output limit the request asked for (as the loop).")
+    ] = None,
 ) -> None:
     """Show what zett-agent makes of a captured response body (JSON, SSE or NDJSON).
 
@@ -201,6 +213,7 @@ def inspect(
             protocol=PROTOCOL_CHOICES[protocol] if protocol else None,
             status=status,
             body_format=body_format,
+            max_tokens=max_tokens,
         )
     except ZettError as error:
         if json_output:
@@ -254,6 +267,9 @@ def _show_record(record: dict[str, Any], source: str) -> None:
             out.print(
                 Text(f"  {call['name']}({call['arguments']})  id={call['id']}"), soft_wrap=True
             )
+    if record["cut_tool_calls"]:
+        names = ", ".join(record["cut_tool_calls"])
+        out.print(Text(f"cut tool calls (not run): {names}", style="bold red"))
     if record["withheld_tool_calls"]:
         names = ", ".join(record["withheld_tool_calls"])
         out.print(Text(f"withheld tool calls (not run): {names}", style="bold red"))

@@ -80,6 +80,7 @@ class RunOptions:
     json_events: bool = False
     system: str | None = None
     tool_choice: str | None = None
+    attempt_timeout: float | None = None
 
 
 class _Printer:
@@ -213,7 +214,10 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
     model: Model | None = None
     agent: Any = None
     try:
-        model = resolve_model(options.model)
+        timing = (
+            {} if options.attempt_timeout is None else {"attempt_timeout": options.attempt_timeout}
+        )
+        model = resolve_model(options.model, **timing)
         if getattr(model, "starts_server", False):
             printer.wait(f"Starting the local llama.cpp server ({model.name})…")
         await model.ensure_ready()

@@ -88,7 +88,7 @@ MODES: dict[str, dict[str, Any]] = {
         "rounds": 7,
         "batches": 2,  # timed batches of big runs per process
         "small_batches": 3,
-        "small_per_batch": 100,
+        "small_per_batch": 50,
         "peer_batches": 1,
         "conc_levels": (1, 100, 1000),
         "conc_text": 100,
@@ -785,7 +785,13 @@ def cli() -> None:
         help="folder of the peers' virtualenvs (zett-0.2.1, pydantic-ai, litellm)",
     )
     parser.add_argument("--save", metavar="FILE.json", help="also write the JSON to a file")
+    parser.add_argument(
+        "--startup-only", action="store_true", help="only the import and --help figures (JSON)"
+    )
     args = parser.parse_args()
+    if args.startup_only:
+        print(json.dumps(startup_figures(args.rounds or 7), indent=2))
+        return
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     with contextlib.suppress(ValueError):
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))

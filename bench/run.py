@@ -86,9 +86,9 @@ MODES: dict[str, dict[str, Any]] = {
         "big": (10_000, 200),
         "small": (20, 2),
         "rounds": 7,
-        "batches": 2,  # timed batches of big runs per process
-        "small_batches": 3,
-        "small_per_batch": 50,
+        "batches": 1,  # timed runs of the big stream per process, after a cold one
+        "small_batches": 2,
+        "small_per_batch": 30,
         "peer_batches": 1,
         "conc_levels": (1, 100, 1000),
         "conc_text": 100,

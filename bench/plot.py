@@ -36,11 +36,12 @@ def draw(result: dict[str, Any], path: str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, NullFormatter
 
     big = result["streams"]["big"]
     framing = "coalesced" if "coalesced" in big else next(iter(big))
     protocols = [p for p in ("openai-chat", "anthropic") if p in big[framing]]
-    fig, axes = plt.subplots(1, len(protocols), figsize=(6.2 * len(protocols), 4.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(protocols), figsize=(7.2 * len(protocols), 4.8), squeeze=False)
     n = result["stream"]["big"]["text_deltas"]
     for ax, protocol in zip(axes[0], protocols, strict=True):
         rows = big[framing][protocol]
@@ -53,13 +54,15 @@ def draw(result: dict[str, Any], path: str) -> None:
         ax.barh(y, med, xerr=[lo, hi], color=colours, capsize=2)
         ax.set_yticks(y, [label for _, label in shown], fontsize=8)
         ax.set_xscale("log")
-        ax.set_xlabel("client CPU ms per run (log scale; median, whisker = min-max)")
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xlabel("client CPU ms per run (log scale; bar = median, whisker = min-max)")
         ax.set_title(f"{protocol}: {n:,} text deltas, {framing} framing", fontsize=10)
         for yy, (k, _), m in zip(y, shown, med, strict=True):
             vs = rows[k].get("vs_floor")
-            label = f"{m:.0f} ms" + (f"  {vs['median']:.2f}x floor" if vs else "")
+            label = f"{m:.3g} ms" + (f"  {vs['median']:.2f}x floor" if vs else "")
             ax.text(m * 1.15, yy, label, va="center", fontsize=7)
-        ax.set_xlim(right=max(med) * 12)
+        ax.set_xlim(min(med) / 2, max(med) * 12)
     fig.suptitle(
         f"zett-agent bench ({result['mode']}, {result['rounds']} rounds, each client in a "
         f"fresh process) — {result['date']}",

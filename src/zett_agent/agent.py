@@ -191,14 +191,18 @@ class Agent:
         *,
         history: Sequence[Message] | None = None,
         on_message: Callable[[Message], Any] | None = None,
+        run_id: str | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run and yield :class:`~zett_agent.events.AgentEvent` values as they happen.
 
         ``prompt`` None runs on the history as it is (to continue it).
         ``on_message`` is called (and awaited if async) with each message as soon
-        as it is complete, for durable storage.
+        as it is complete, for durable storage. ``run_id`` names the run in events,
+        logs and spans (default: a random 12-hex id); a durable engine passes one
+        derived from its workflow id so a replayed run has the same one.
         """
-        run = _Run(self, list(self.messages if history is None else history), on_message)
+        messages = list(self.messages if history is None else history)
+        run = _Run(self, messages, on_message, run_id=run_id)
         # the loop's events are yielded from here, not through another generator
         # (one hop per chunk less); aclosing: closing this generator closes
         # run.events() at once, so a cancelled model call is stored before the

@@ -2,7 +2,8 @@
 
 One panel per protocol the peers run on: client CPU per run of the big stream at
 the coalesced framing, median over the rounds with its min-max as a whisker, on a
-log scale, each bar labelled with its multiple of the floor it is compared with.
+log scale; each bar is labelled with its multiple of zett's floor (``zett_floor``:
+model rows against the one-request floor, agent rows against the two-request one).
 """
 
 from __future__ import annotations
@@ -56,16 +57,21 @@ def draw(result: dict[str, Any], path: str) -> None:
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.set_xlabel("client CPU ms per run (log scale; bar = median, whisker = min-max)")
+        ax.set_xlabel("client CPU ms per run, log scale (median; whisker: min-max)")
         ax.set_title(f"{protocol}: {n:,} text deltas, {framing} framing", fontsize=10)
+        floors = result.get("zett_floor", {"model": ROWS[0][0], "agent": ROWS[6][0]})
         for yy, (k, _), m in zip(y, shown, med, strict=True):
-            vs = rows[k].get("vs_floor")
-            label = f"{m:.3g} ms" + (f"  {vs['median']:.2f}x floor" if vs else "")
+            agent_row = k.endswith("agent") or k.startswith("floor2")
+            floor = rows.get(floors["agent" if agent_row else "model"])
+            ratio = m / floor["cpu_ms"]["median"] if floor else None
+            label = f"{m:,.0f} ms" if m >= 100 else f"{m:.3g} ms"
+            if ratio is not None and abs(ratio - 1) > 1e-9:
+                label += f"  {ratio:.2f}x"
             ax.text(m * 1.15, yy, label, va="center", fontsize=7)
         ax.set_xlim(min(med) / 2, max(med) * 12)
     fig.suptitle(
         f"zett-agent bench ({result['mode']}, {result['rounds']} rounds, each client in a "
-        f"fresh process) — {result['date']}",
+        f"fresh process; Nx = CPU / zett's floor) — {result['date']}",
         fontsize=9,
     )
     fig.tight_layout()

@@ -1,4 +1,4 @@
-"""zett-agent against the floor and the peers, measured in one run.
+"""zett-agent against the floors and the peers: client CPU, RSS, import time.
 
 What it measures: the CPU time (and wall time, and Python memory peak) a client
 spends reading one complete streamed model response -- request sent to final
@@ -9,68 +9,130 @@ run. It does not measure provider latency or the model.
 
 Usage::
 
-    .venv/bin/python bench/run.py            # full: 10,000 text deltas + 200 tool fragments
-    .venv/bin/python bench/run.py --quick    # small streams, under a minute
-    .venv/bin/python bench/run.py --json     # one JSON object instead of the tables
+    python bench/run.py                 # full: 10,000-delta streams, 7 rounds (~15 min)
+    python bench/run.py --quick         # 1,000-delta streams, 7 rounds
+    python bench/run.py --smoke         # tiny streams, 1 round, no peers (CI: seconds)
+    python bench/run.py --json          # one JSON object (keys in bench/README.md)
+    python bench/run.py --plot FILE.svg # also draw the chart (matplotlib)
 
 Every client reads the same bytes from ``bench/server.py`` (its own process, raw
-asyncio, pre-built bytes). Times are the median wall time of one complete run
-(request to final response) over the repeats, measured with tracemalloc off;
-memory is the tracemalloc peak (Python allocations in this process) of one extra
-run. See ``bench/README.md`` for what each column means.
+asyncio, pre-built bytes) and runs in a fresh process (``bench/clients.py``), in
+rotation over the rounds; figures are medians over the rounds with their spread,
+ratios are medians of the per-round ratios (a client and its floor measured in the
+same round). Peers run from their own virtualenvs (``--peers DIR``, default
+``/work/bench-venvs`` or ``$ZETT_BENCH_VENVS``) and are skipped when absent. See
+``bench/README.md`` for what each row does and what each key means.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
-import gc
 import json
 import os
 import platform
+import re
 import resource
+import statistics
 import subprocess
 import sys
 import time
-import tracemalloc
-import warnings
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
-from httpx_sse import EventSource
-
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch at import
-
 HERE = Path(__file__).parent
+SRC = HERE.parent / "src"
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "src"))
+sys.path.insert(0, str(SRC))
 
 import streams  # noqa: E402
 
-from zett_agent import Model, create_agent  # noqa: E402
-from zett_agent.events import AgentEventType  # noqa: E402
-from zett_agent.messages import UserMessage  # noqa: E402
-from zett_agent.protocols import get_protocol  # noqa: E402
-from zett_agent.protocols.base import ModelRequest, ModelResponse, ToolSpec  # noqa: E402
-from zett_agent.vendors import get_vendor  # noqa: E402
-
 PROTOCOLS = ("anthropic", "openai-chat", "gemini")
+PEER_PROTOCOLS = ("anthropic", "openai-chat")
+FRAMINGS = ("event", "coalesced")
 VENDOR = {"anthropic": "anthropic", "openai-chat": "openai", "gemini": "google"}
-TOOL = ToolSpec(
-    streams.TOOL_NAME,
-    "Write a note.",
-    {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
-)
-NOTES: list[str] = []
 
 
-def write_note(text: str) -> str:
-    """Write a note."""
-    return f"wrote {len(text)} characters"
+def _zett_floor() -> str:
+    """The floor that frames SSE as zett's transport does: httpx-sse's line
+    iterator while the transport uses it, else the hand split of raw bytes."""
+    uses_httpx_sse = "httpx_sse" in (SRC / "zett_agent" / "transport.py").read_text()
+    return "floor raw_decode" if uses_httpx_sse else "floor bytes raw_decode"
+
+
+ZETT_FLOOR = _zett_floor()
+ZETT_FLOOR2 = ZETT_FLOOR.replace("floor", "floor2", 1)
+
+# client -> (virtualenv under --peers, or None for this Python; floor it is compared with)
+CLIENTS: dict[str, tuple[str | None, str]] = {
+    "raw socket": (None, "floor raw_decode"),
+    "floor json.loads": (None, "floor raw_decode"),
+    "floor raw_decode": (None, "floor raw_decode"),
+    "floor2 json.loads": (None, "floor2 raw_decode"),
+    "floor2 raw_decode": (None, "floor2 raw_decode"),
+    "floor bytes raw_decode": (None, "floor raw_decode"),
+    "floor2 bytes raw_decode": (None, "floor2 raw_decode"),
+    "zett model": (None, ZETT_FLOOR),
+    "zett agent": (None, ZETT_FLOOR2),
+    "zett-0.2.1 model": ("zett-0.2.1", "floor raw_decode"),
+    "zett-0.2.1 agent": ("zett-0.2.1", "floor2 raw_decode"),
+    "pydantic-ai model": ("pydantic-ai", "floor json.loads"),
+    "pydantic-ai agent": ("pydantic-ai", "floor2 json.loads"),
+    "litellm model": ("litellm", "floor json.loads"),
+}
+OURS = [name for name, (venv, _) in CLIENTS.items() if venv is None]
+PEERS = [name for name, (venv, _) in CLIENTS.items() if venv is not None]
+PEER_PACKAGES = {
+    "zett-0.2.1": "zett-agent==0.2.1",
+    "pydantic-ai": "pydantic-ai-slim[openai,anthropic]==2.68.0",
+    "litellm": "litellm==1.110.2",
+}
+
+MODES: dict[str, dict[str, Any]] = {
+    "full": {
+        "big": (10_000, 200),
+        "small": (20, 2),
+        "rounds": 7,
+        "batches": 1,  # timed runs of the big stream per process, after a cold one
+        "small_batches": 2,
+        "small_per_batch": 30,
+        "peer_batches": 1,
+        "conc_levels": (1, 100, 1000),
+        "conc_text": 100,
+        "http_clients": 10,
+        "startup_runs": 7,
+        "peers": True,
+    },
+    "quick": {
+        "big": (1_000, 20),
+        "small": (20, 2),
+        "rounds": 7,
+        "batches": 3,
+        "small_batches": 3,
+        "small_per_batch": 50,
+        "peer_batches": 1,
+        "conc_levels": (1, 100, 1000),
+        "conc_text": 20,
+        "http_clients": 10,
+        "startup_runs": 7,
+        "peers": True,
+    },
+    "smoke": {
+        "big": (100, 4),
+        "small": (20, 2),
+        "rounds": 1,
+        "batches": 1,
+        "small_batches": 1,
+        "small_per_batch": 2,
+        "peer_batches": 1,
+        "conc_levels": (10,),
+        "conc_text": 5,
+        "http_clients": 2,
+        "startup_runs": 1,
+        "peers": False,
+        "only": {"big": ("coalesced", "openai-chat"), "small": ("event", "anthropic")},
+    },
+}
 
 
 # ------------------------------------------------------------------ the server
@@ -87,242 +149,345 @@ class Server:
         self.port = int(self.proc.stdout.readline())
         self.url = f"http://127.0.0.1:{self.port}"
 
-    def base(self, protocol: str, n_text: int, n_tool: int) -> str:
-        return f"{self.url}/s/{protocol}/{n_text}/{n_tool}"
+    def base(self, framing: str, protocol: str, n_text: int, n_tool: int) -> str:
+        return f"{self.url}/s/{framing}/{protocol}/{n_text}/{n_tool}"
 
     def close(self) -> None:
         self.proc.terminate()
         self.proc.wait(5)
 
 
-# ------------------------------------------------------------------ measuring
+# ------------------------------------------------------------------ the floors' requests
 
 
-@dataclass
-class Figure:
-    name: str
-    seconds: float | None = None
-    wall_seconds: float | None = None
-    peak_bytes: int | None = None
-    events: int = 0
-    note: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+def floor_requests(protocol: str, two: bool) -> list[list[Any]]:
+    """The HTTP requests zett sends for one run, as ``[path, body, params]``: the
+    first request; with ``two``, also the second one, which carries the tool result
+    (the agent rows make both)."""
+    from zett_agent.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+    from zett_agent.protocols import get_protocol
+    from zett_agent.protocols.base import ModelRequest, ToolSpec
+    from zett_agent.vendors import get_vendor
 
-
-async def measure(
-    name: str, run: Callable[[], Awaitable[int]], repeats: int, *, memory: bool = True
-) -> Figure:
-    """Best client CPU time (``time.process_time``: this process, all its threads) and
-    best wall time of ``run`` over ``repeats`` (it returns the events it read), and
-    the tracemalloc peak of one more run. CPU time, because the server runs in its
-    own process and the machine is shared: it is the work the client library did.
-    The best, not the median: interference only ever adds time."""
-    events = await run()  # warm-up: imports, connection pool, caches
-    times, walls = [], []
-    for _ in range(repeats):
-        gc.collect()
-        start, cpu = time.perf_counter(), time.process_time()
-        await run()
-        times.append(time.process_time() - cpu)
-        walls.append(time.perf_counter() - start)
-    peak = None
-    if memory:
-        gc.collect()
-        tracemalloc.start()
-        tracemalloc.reset_peak()
-        await run()
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-    return Figure(name, min(times), min(walls), peak, events)
-
-
-def request_path(protocol: str) -> tuple[str, dict[str, Any], dict[str, str]]:
-    """Path, body and params zett would send (the floor sends the same)."""
-    http = get_protocol(protocol).encode_request(
-        ModelRequest("m", [UserMessage("Write a note.")], tools=[TOOL]),
-        get_vendor(VENDOR[protocol]),
+    wire, vendor = get_protocol(protocol), get_vendor(VENDOR[protocol])
+    tool = ToolSpec(
+        streams.TOOL_NAME,
+        "Write a note.",
+        {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
     )
-    return http.path, dict(http.body), dict(http.params)
-
-
-async def floor_run(client: httpx.AsyncClient, base: str, protocol: str) -> int:
-    """The floor: httpx + httpx-sse + json.loads, reading every event and nothing else."""
-    path, body, params = request_path(protocol)
-    n = 0
-    async with client.stream("POST", base + path, json=body, params=params or None) as response:
-        async for sse in EventSource(response).aiter_sse():
-            if sse.data != "[DONE]":
-                json.loads(sse.data)
-            n += 1
-    return n
-
-
-async def raw_socket_run(port: int, path: str) -> int:
-    """The server's floor: bytes off a socket, no HTTP parsing beyond the terminator."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(f"POST {path} HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\n{{}}".encode())
-    await writer.drain()
-    total = 0
-    tail = b""
-    while True:
-        data = await reader.read(1 << 18)
-        if not data:
-            break
-        total += len(data)
-        tail = (tail + data)[-7:]
-        if tail.endswith(b"\r\n0\r\n\r\n"):
-            break
-    writer.close()
-    return total
-
-
-def zett_model(base: str, protocol: str, client: httpx.AsyncClient | None = None) -> Model:
-    return Model(VENDOR[protocol], "m", base_url=base, api_key="bench", client=client)
-
-
-async def zett_model_run(model: Model) -> int:
-    request = ModelRequest("m", [UserMessage("Write a note.")], tools=[TOOL])
-    n = 0
-    async for item in model.stream(request):
-        n += 1
-        if isinstance(item, ModelResponse):
-            assert item.stop_info is not None
-            assert item.tool_calls, "the big stream ends with a tool call"
-    return n
-
-
-async def zett_agent_run(model: Model) -> int:
-    agent = await create_agent(model, tools=[write_note])
-    n = 0
-    final = None
-    async for event in agent.stream("Write a note."):
-        n += 1
-        if event.type is AgentEventType.RUN_COMPLETED:
-            final = event.message
-    assert final is not None and final.text == "Done.", final
-    return n
-
-
-# ------------------------------------------------------------------ peers
-
-
-def peer_versions() -> dict[str, str | None]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out: dict[str, str | None] = {}
-    for name in ("pydantic-ai-slim", "litellm"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = None
+    messages: list[Any] = [UserMessage("Write a note.")]
+    out = []
+    for _ in range(2 if two else 1):
+        http = wire.encode_request(ModelRequest("m", list(messages), tools=[tool]), vendor)
+        out.append([http.path, dict(http.body), dict(http.params)])
+        call = ToolCall("call_1", streams.TOOL_NAME, '{"text": "abc"}')
+        messages += [
+            AssistantMessage(text="w0 ", tool_calls=[call]),
+            ToolResultMessage("call_1", streams.TOOL_NAME, "wrote 3 characters"),
+        ]
     return out
 
 
-def pydantic_ai_model(protocol: str, base: str) -> Any:
-    """pydantic-ai's model for ``protocol``, with the HTTP client its provider makes."""
-    if protocol == "openai-chat":
-        from pydantic_ai.models.openai import OpenAIChatModel
-        from pydantic_ai.providers.openai import OpenAIProvider
+# ------------------------------------------------------------------ running clients
 
-        return OpenAIChatModel("gpt-4o", provider=OpenAIProvider(base_url=base, api_key="bench"))
-    from pydantic_ai.models.anthropic import AnthropicModel
-    from pydantic_ai.providers.anthropic import AnthropicProvider
 
-    return AnthropicModel(
-        "claude-haiku-4-5",
-        provider=AnthropicProvider(base_url=base, api_key="bench"),
+def peer_python(peers: Path, venv: str | None) -> str | None:
+    if venv is None:
+        return sys.executable
+    python = peers / venv / "bin" / "python"
+    return str(python) if python.exists() else None
+
+
+def run_client(python: str, spec: dict[str, Any], timeout: float = 900) -> dict[str, Any]:
+    proc = subprocess.run(
+        [python, str(HERE / "clients.py"), json.dumps(spec)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONPATH": ""},
     )
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr else "failed")
+    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
-async def pydantic_ai_model_run(model: Any) -> int:
-    from pydantic_ai import ModelRequest as PModelRequest
-    from pydantic_ai.direct import model_request_stream
-    from pydantic_ai.models import ModelRequestParameters
-    from pydantic_ai.tools import ToolDefinition
+def summary(values: list[float]) -> dict[str, float]:
+    """Median and spread (min, max; ``spread`` = (max - min) / median)."""
+    med = statistics.median(values)
+    return {
+        "median": med,
+        "min": min(values),
+        "max": max(values),
+        "spread": (max(values) - min(values)) / med if med else 0.0,
+        "n": len(values),
+    }
 
-    params = ModelRequestParameters(
-        function_tools=[
-            ToolDefinition(
-                name=TOOL.name,
-                parameters_json_schema=dict(TOOL.parameters),
-                description=TOOL.description,
+
+def wanted(size: str, framing: str, protocol: str, client: str, mode: dict[str, Any]) -> bool:
+    """Whether a round measures ``client`` on this stream: the peers on the big
+    coalesced stream of the protocols they speak; the fixed cost (small stream) for
+    zett and its floors only; the two-request floors other than zett's only where
+    the peers' agents are compared with them; ``--smoke``: one framing and protocol
+    per stream size."""
+    if mode.get("only") and (framing, protocol) != mode["only"][size]:
+        return False
+    if protocol not in mode.get("protocols", PROTOCOLS):
+        return False
+    if client in PEERS:
+        return size == "big" and framing == "coalesced" and protocol in PEER_PROTOCOLS
+    if size == "small":
+        return client in ("zett model", "zett agent", ZETT_FLOOR, ZETT_FLOOR2)
+    if client.startswith("floor2") and client != ZETT_FLOOR2:
+        return client == "floor2 json.loads" and wanted(size, framing, protocol, PEERS[0], mode)
+    return True
+
+
+def streams_figures(
+    server: Server, mode: dict[str, Any], peers: Path, notes: list[str], log: Any
+) -> dict[str, Any]:
+    """Every client in a fresh process, in rotation, over the rounds.
+
+    Returns ``{set: {framing: {protocol: {client: per-round results}}}}`` where set
+    is ``big`` (the long stream) or ``small`` (the 20-delta fixed-cost stream)."""
+    jobs: list[tuple[str, str, str, str, str]] = []  # set, framing, protocol, client, python
+    pythons: dict[str, str] = {}
+    for client in CLIENTS:
+        if client in PEERS and not mode["peers"]:
+            note = "peers not run (--smoke or --no-peers): zett and the floors only"
+            if note not in notes:
+                notes.append(note)
+            continue
+        python = peer_python(peers, CLIENTS[client][0])
+        if python is None:
+            venv = CLIENTS[client][0]
+            note = (
+                f"{client}: no virtualenv at {peers / str(venv)}: skipped "
+                f"(install: see bench/README.md, 'Peers')"
             )
-        ]
+            if note not in notes:
+                notes.append(note)
+            continue
+        pythons[client] = python
+    for size in ("big", "small"):
+        for framing in FRAMINGS:
+            for protocol in PROTOCOLS:
+                for client in pythons:
+                    if wanted(size, framing, protocol, client, mode):
+                        jobs.append((size, framing, protocol, client, pythons[client]))
+    requests = {(p, two): floor_requests(p, two) for p in PROTOCOLS for two in (False, True)}
+    out: dict[str, Any] = {}
+    failed: set[tuple[str, str, str, str]] = set()
+    for round_ in range(mode["rounds"]):
+        shift = (round_ * len(jobs)) // max(1, mode["rounds"])
+        order = jobs[shift:] + jobs[:shift]  # rotate: no client always first or last
+        log(f"round {round_ + 1}/{mode['rounds']}: {len(order)} processes")
+        for size, framing, protocol, client, python in order:
+            key = (size, framing, protocol, client)
+            if key in failed:
+                continue
+            n_text, n_tool = mode[size]
+            peer = client in PEERS
+            spec: dict[str, Any] = {
+                "client": client,
+                "url": server.base(framing, protocol, n_text, n_tool),
+                "protocol": protocol,
+                "vendor": VENDOR[protocol],
+                "requests": requests[(protocol, client.startswith("floor2"))],
+                "batches": mode["peer_batches"]
+                if peer
+                else mode["batches" if size == "big" else "small_batches"],
+                "per_batch": 1 if size == "big" else mode["small_per_batch"],
+                "src": None if peer else str(SRC),
+            }
+            try:
+                result = run_client(python, spec)
+            except Exception as error:  # a peer that fails is reported, not fatal
+                if not peer:
+                    raise
+                failed.add(key)
+                notes.append(f"{client} on {protocol} ({framing}) failed: {error}")
+                continue
+            bucket = out.setdefault(size, {}).setdefault(framing, {}).setdefault(protocol, {})
+            bucket.setdefault(client, []).append(result)
+    return out
+
+
+def reduce_streams(raw: dict[str, Any]) -> dict[str, Any]:
+    """Per client: CPU ms (median of each process's batches, then over the rounds),
+    RSS, and the per-round ratio to its floor."""
+    out: dict[str, Any] = {}
+    for size, framings in raw.items():
+        for framing, protocols in framings.items():
+            for protocol, clients in protocols.items():
+                rows = {}
+                for client, rounds in clients.items():
+                    cpu = [statistics.median(r["cpu"]) * 1000 for r in rounds]
+                    wall = [statistics.median(r["wall"]) * 1000 for r in rounds]
+                    row: dict[str, Any] = {
+                        "cpu_ms": summary(cpu),
+                        "wall_ms": summary(wall),
+                        "events": rounds[0]["events"],
+                        "rss_import_mb": summary([r["rss_import_mb"] for r in rounds]),
+                        "rss_run_mb": summary([r["rss_run_mb"] for r in rounds]),
+                    }
+                    floor = CLIENTS[client][1]
+                    if floor in clients and floor != client:
+                        paired = [
+                            a / b
+                            for a, b in zip(
+                                cpu,
+                                [statistics.median(r["cpu"]) * 1000 for r in clients[floor]],
+                                strict=False,
+                            )
+                        ]
+                        row["vs_floor"] = {"floor": floor, **summary(paired)}
+                    rows[client] = row
+                out.setdefault(size, {}).setdefault(framing, {})[protocol] = rows
+    return out
+
+
+# ------------------------------------------------------------------ start-up
+
+
+IMPORTS = {
+    "import_zett_agent_ms": "import zett_agent",
+    "import_for_agent_ms": "from zett_agent import Model, create_agent, AgentEventType",
+    "import_deps_ms": "import httpx, httpx_sse, pydantic, anyio",
+}
+
+
+def _importtime(statement: str, env: dict[str, str]) -> tuple[float, set[str]]:
+    """Microseconds -> ms of ``-X importtime`` for ``statement``: the sum of the
+    top-level imports' cumulative times (a lazily exported name's module is one of
+    them), and the top-level packages imported."""
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", statement],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
     )
-    messages = [PModelRequest.user_text_prompt("Write a note.")]
-    n = 0
-    async with model_request_stream(model, messages, model_request_parameters=params) as stream:
-        async for _ in stream:
-            n += 1
-        response = stream.get()
-    assert response.tool_calls, "pydantic-ai did not assemble the tool call"
-    return n
+    total, names = 0, set()
+    for line in proc.stderr.splitlines():
+        m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)", line)
+        if m:
+            names.add(m.group(4).split(".")[0])
+            if len(m.group(3)) == 1:
+                total += int(m.group(2))
+    return total / 1000, names
 
 
-async def pydantic_ai_agent_run(model: Any) -> int:
-    from pydantic_ai import Agent as PAgent
+def importtime_figures(runs: int) -> dict[str, Any]:
+    """Each statement of :data:`IMPORTS` by ``-X importtime``, less what ``pass``
+    imports (site, encodings), in rotation over ``runs`` fresh interpreters."""
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    values: dict[str, list[float]] = {key: [] for key in IMPORTS}
+    heavy: dict[str, set[str]] = {key: set() for key in IMPORTS}
+    for _ in range(runs):
+        base, _names = _importtime("pass", env)
+        for key, statement in IMPORTS.items():
+            ms, names = _importtime(statement, env)
+            values[key].append(ms - base)
+            heavy[key] |= names & {"rich", "click", "typer", "pygments", "opentelemetry", "sqlite3"}
+    return {
+        key: {**summary(v), "statement": IMPORTS[key], "notable_modules": sorted(heavy[key])}
+        for key, v in values.items()
+    }
 
-    agent = PAgent(model, tools=[write_note])
-    n = 0
-    async with agent.iter("Write a note.") as run:
-        async for node in run:
-            if PAgent.is_model_request_node(node):
-                async with node.stream(run.ctx) as request_stream:
-                    async for _ in request_stream:
-                        n += 1
-    assert run.result is not None and run.result.output == "Done.", run.result
-    return n
+
+def wall_ms(argv: list[str], runs: int, env: dict[str, str]) -> dict[str, float]:
+    values = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(argv, capture_output=True, env=env, check=True)
+        values.append((time.perf_counter() - start) * 1000)
+    return summary(values)
 
 
-async def litellm_run(protocol: str, base: str) -> int:
-    import litellm
-
-    model = "openai/gpt-4o" if protocol == "openai-chat" else "anthropic/claude-haiku-4-5"
-    tools = [
-        {
-            "type": "function",
-            "function": {
-                "name": TOOL.name,
-                "description": TOOL.description,
-                "parameters": dict(TOOL.parameters),
-            },
-        }
+def startup_figures(runs: int) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    zett_help = [
+        sys.executable,
+        "-c",
+        "import sys; from zett_agent.cli import app; sys.argv = ['zett', '--help']; app()",
     ]
-    response = await litellm.acompletion(
-        model=model,
-        api_base=base,
-        api_key="bench",
-        messages=[{"role": "user", "content": "Write a note."}],
-        tools=tools,
-        stream=True,
-    )
-    chunks = [chunk async for chunk in response]
-    final = litellm.stream_chunk_builder(chunks)
-    assert final is not None and final.choices[0].message.tool_calls, "no tool call"  # type: ignore[union-attr]
-    return len(chunks)
+    return {
+        **importtime_figures(runs),
+        "python_startup_ms": wall_ms([sys.executable, "-c", "pass"], runs, env),
+        "zett_help_ms": wall_ms(zett_help, runs, env),
+    }
 
 
-def quiet_litellm() -> None:
-    import logging
+# ------------------------------------------------------------------ concurrency
 
-    import litellm
 
-    litellm.telemetry = False
-    litellm.suppress_debug_info = True
-    litellm.disable_streaming_logging = True
-    litellm.turn_off_message_logging = True
-    logging.getLogger("LiteLLM").setLevel(logging.ERROR)
+def concurrency_figures(server: Server, mode: dict[str, Any], log: Any) -> dict[str, Any]:
+    """Per level: client CPU of ``runs`` paced streams (spread over several httpx
+    clients), floor against zett ``agent.stream()``, each in a fresh process."""
+    n_text, burst, ms = mode["conc_text"], 10, 10
+    base = f"{server.url}/p/{burst}/{ms}/{n_text}"
+    request = floor_requests("openai-chat", False)
+    levels: dict[str, Any] = {}
+    for round_ in range(mode["rounds"]):
+        log(f"concurrency round {round_ + 1}/{mode['rounds']}")
+        for runs in mode["conc_levels"]:
+            kinds = ("floor", "zett") if round_ % 2 == 0 else ("zett", "floor")
+            for kind in kinds:
+                spec = {
+                    "client": kind,
+                    "url": base,
+                    "vendor": "openai",
+                    "requests": request,
+                    "runs": runs,
+                    "http_clients": min(mode["http_clients"], runs),
+                    "n_text": n_text,
+                    "src": str(SRC),
+                }
+                result = run_client(sys.executable, spec)
+                levels.setdefault(str(runs), {}).setdefault(kind, []).append(result)
+    out: dict[str, Any] = {
+        "stream": {"text_deltas": n_text, "burst": burst, "every_ms": ms},
+        "http_clients": mode["http_clients"],
+        "levels": {},
+    }
+    for runs, kinds in levels.items():
+        floor, zett = kinds["floor"], kinds["zett"]
+        level: dict[str, Any] = {}
+        for kind, rounds in kinds.items():
+            level[kind] = {
+                "cpu_ms": summary([r["cpu"][0] * 1000 for r in rounds]),
+                "wall_ms": summary([r["wall"][0] * 1000 for r in rounds]),
+                "p50_ms": summary([r["p50_ms"] for r in rounds]),
+                "p99_ms": summary([r["p99_ms"] for r in rounds]),
+                "rss_run_mb": summary([r["rss_run_mb"] for r in rounds]),
+            }
+        level["cpu_zett_vs_floor"] = summary(
+            [z["cpu"][0] / f["cpu"][0] for z, f in zip(zett, floor, strict=True)]
+        )
+        level["p50_added_ms"] = (
+            level["zett"]["p50_ms"]["median"] - level["floor"]["p50_ms"]["median"]
+        )
+        level["p99_added_ms"] = (
+            level["zett"]["p99_ms"]["median"] - level["floor"]["p99_ms"]["median"]
+        )
+        out["levels"][runs] = level
+    return out
 
 
 # ------------------------------------------------------------------ sans-IO
 
 
 def sansio_figures(protocol: str, n_text: int, n_tool: int, repeats: int) -> dict[str, Any]:
+    """The protocol's decoder fed the events from memory, against ``raw_decode``
+    (the parser it uses) and ``json.loads`` of the same events."""
+    from zett_agent.protocols import get_protocol
+    from zett_agent.vendors import get_vendor
+
     events = streams.build(protocol, n_text, n_tool)
     data = [d for _, d in events if d != "[DONE]"]
     named = [(e or "message", d) for e, d in events]
-    wire = get_protocol(protocol)
-    vendor = get_vendor(VENDOR[protocol])
+    wire, vendor = get_protocol(protocol), get_vendor(VENDOR[protocol])
+    raw = json.JSONDecoder().raw_decode
 
     def decode() -> None:
         decoder = wire.decoder(vendor)
@@ -335,364 +500,315 @@ def sansio_figures(protocol: str, n_text: int, n_tool: int, repeats: int) -> dic
         for payload in data:
             json.loads(payload)
 
-    out = {}
-    for name, fn in (("json.loads", loads), ("decoder", decode)):
+    def raw_decode() -> None:
+        for payload in data:
+            raw(payload)
+
+    out: dict[str, Any] = {}
+    for name, fn in (("json.loads", loads), ("raw_decode", raw_decode), ("decoder", decode)):
         fn()
         times = []
         for _ in range(repeats):
-            start = time.perf_counter()
+            start = time.process_time()
             fn()
-            times.append(time.perf_counter() - start)
-        out[name] = min(times)
-    out["ratio"] = out["decoder"] / out["json.loads"]
-    out["decoder_us_per_event"] = (out["decoder"] - out["json.loads"]) / len(named) * 1e6
+            times.append(time.process_time() - start)
+        out[name] = statistics.median(times)
+    out["ratio"] = out["decoder"] / out["raw_decode"]
+    out["decoder_us_per_event"] = (out["decoder"] - out["raw_decode"]) / len(named) * 1e6
     return out
 
 
-# ------------------------------------------------------------------ concurrency
+# ------------------------------------------------------------------ ratios and targets
 
 
-def rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+def _med(row: dict[str, Any] | None, key: str = "vs_floor") -> float | None:
+    if row is None or key not in row:
+        return None
+    return round(row[key]["median"], 3)
 
 
-def _stamp(text: str) -> int | None:
-    if text.startswith("@"):
-        return int(text[1:-1])
-    return None
+def ratios(result: dict[str, Any]) -> dict[str, Any]:
+    s = result["streams"]
+    out: dict[str, Any] = {
+        "model_vs_floor": {},
+        "model_vs_floor_json_loads": {},
+        "model_vs_floor_httpx_sse": {},
+        "floor_bytes_vs_httpx_sse": {},
+        "agent_vs_floor": {},
+        "model_fixed_cost_vs_floor": {},
+        "agent_fixed_cost_vs_floor": {},
+        "floor_json_loads_vs_raw_decode": {},
+        "peers": {},
+        "rss_run_mb": {},
+        "rss_import_mb": {},
+    }
+    for framing in FRAMINGS:
+        for key in out:
+            out[key][framing] = {}
+        for protocol in PROTOCOLS:
+            big = s.get("big", {}).get(framing, {}).get(protocol, {})
+            small = s.get("small", {}).get(framing, {}).get(protocol, {})
+
+            def cpu(rows: dict[str, Any], name: str) -> float | None:
+                return rows[name]["cpu_ms"]["median"] if name in rows else None
+
+            out["model_vs_floor"][framing][protocol] = _med(big.get("zett model"))
+            out["agent_vs_floor"][framing][protocol] = _med(big.get("zett agent"))
+            out["model_fixed_cost_vs_floor"][framing][protocol] = _med(small.get("zett model"))
+            out["agent_fixed_cost_vs_floor"][framing][protocol] = _med(small.get("zett agent"))
+            zm, fj = cpu(big, "zett model"), cpu(big, "floor json.loads")
+            out["model_vs_floor_json_loads"][framing][protocol] = (
+                round(zm / fj, 3) if zm and fj else None
+            )
+            fs = cpu(big, "floor raw_decode")
+            out["model_vs_floor_httpx_sse"][framing][protocol] = (
+                round(zm / fs, 3) if zm and fs else None
+            )
+            out["floor_bytes_vs_httpx_sse"][framing][protocol] = _med(
+                big.get("floor bytes raw_decode")
+            )
+            out["floor_json_loads_vs_raw_decode"][framing][protocol] = _med(
+                big.get("floor json.loads")
+            )
+            peers: dict[str, float | None] = {}
+            for ours, theirs in (
+                ("zett model", "zett-0.2.1 model"),
+                ("zett agent", "zett-0.2.1 agent"),
+                ("zett model", "pydantic-ai model"),
+                ("zett agent", "pydantic-ai agent"),
+                ("zett model", "litellm model"),
+            ):
+                a, b = cpu(big, ours), cpu(big, theirs)
+                if b is not None:
+                    peers[f"{ours} / {theirs}"] = round(a / b, 3) if a else None
+            if peers:
+                out["peers"][framing][protocol] = peers
+            out["rss_run_mb"][framing][protocol] = {
+                name: round(row["rss_run_mb"]["median"], 1) for name, row in big.items()
+            }
+            out["rss_import_mb"][framing][protocol] = {
+                name: round(row["rss_import_mb"]["median"], 1) for name, row in big.items()
+            }
+    for key in list(out):  # leave out what this mode did not measure
+        out[key] = {
+            f: {p: v for p, v in protocols.items() if v is not None and v != {}}
+            for f, protocols in out[key].items()
+        }
+        out[key] = {f: v for f, v in out[key].items() if v}
+    for key in IMPORTS:
+        out[key] = round(result["startup"][key]["median"], 1)
+    out["zett_help_ms"] = round(result["startup"]["zett_help_ms"]["median"], 1)
+    out["concurrency_cpu_zett_vs_floor"] = {
+        runs: round(level["cpu_zett_vs_floor"]["median"], 3)
+        for runs, level in result["concurrency"]["levels"].items()
+    }
+    return out
 
 
-async def concurrent(
-    server: Server, kind: str, runs: int, n_text: int, burst: int, ms: int
-) -> dict[str, Any]:
-    """``runs`` simultaneous streamed runs; latency = receipt - server write (monotonic)."""
-    base = f"{server.url}/p/{burst}/{ms}/{n_text}"
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=runs)
-    latencies: list[int] = []
-    async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(120.0)) as client:
-        model = zett_model(base, "openai-chat", client)
+def targets(result: dict[str, Any]) -> dict[str, Any]:
+    """Each target of issue 17: the worst value measured, the limit, met or not."""
+    r = result["ratios"]
 
-        async def floor_one() -> None:
-            path, body, _ = request_path("openai-chat")
-            async with client.stream("POST", base + path, json=body) as response:
-                async for sse in EventSource(response).aiter_sse():
-                    if sse.data == "[DONE]":
-                        continue
-                    chunk = json.loads(sse.data)
-                    choices = chunk["choices"]
-                    text = choices[0]["delta"].get("content") if choices else None
-                    if text and (t := _stamp(text)) is not None:
-                        latencies.append(time.monotonic_ns() - t)
+    def worst(table: dict[str, dict[str, float | None]]) -> float | None:
+        values = [v for p in table.values() for v in p.values() if v is not None]
+        return max(values) if values else None
 
-        async def zett_one() -> None:
-            agent = await create_agent(model)
-            async for event in agent.stream("Say something."):
-                if event.type is AgentEventType.TEXT_DELTA and event.text:
-                    t = _stamp(event.text)
-                    if t is not None:
-                        latencies.append(time.monotonic_ns() - t)
-
-        one = floor_one if kind == "floor" else zett_one
-        await one()  # warm-up
-        latencies.clear()
-        gc.collect()
-        rss0 = peak = rss_bytes()
-        done = asyncio.Event()
-
-        async def sample() -> None:
-            nonlocal peak
-            while not done.is_set():
-                peak = max(peak, rss_bytes())
-                await asyncio.sleep(0.02)
-
-        sampler = asyncio.create_task(sample())
-        start = time.perf_counter()
-        await asyncio.gather(*(one() for _ in range(runs)))
-        elapsed = time.perf_counter() - start
-        done.set()
-        await sampler
-        peak = max(peak, rss_bytes())
-    latencies.sort()
-    count = len(latencies)
-    assert count == runs * n_text, (count, runs * n_text)
+    rss_excess = []
+    for framing in r["rss_run_mb"].values():
+        for rows in framing.values():
+            if "zett agent" in rows and ZETT_FLOOR2 in rows:
+                rss_excess.append(rows["zett agent"] - rows[ZETT_FLOOR2])
+    checks = {
+        "agent_vs_floor": (worst(r["agent_vs_floor"]), 1.15),
+        "agent_fixed_cost_vs_floor": (worst(r["agent_fixed_cost_vs_floor"]), 1.15),
+        "model_vs_floor": (worst(r["model_vs_floor"]), 1.05),
+        "import_zett_agent_ms": (r["import_zett_agent_ms"], 90.0),
+        "zett_help_ms": (r["zett_help_ms"], 150.0),
+        "agent_rss_run_minus_floor_mb": (max(rss_excess) if rss_excess else None, 10.0),
+    }
     return {
-        "runs": runs,
-        "events": count,
-        "seconds": elapsed,
-        "events_per_s": count / elapsed,
-        "runs_per_s": runs / elapsed,
-        "p50_ms": latencies[count // 2] / 1e6,
-        "p99_ms": latencies[min(count - 1, int(count * 0.99))] / 1e6,
-        "rss_growth_mb": (peak - rss0) / 2**20,
+        name: {"worst": value, "limit": limit, "met": value is not None and value <= limit}
+        for name, (value, limit) in checks.items()
     }
 
 
 # ------------------------------------------------------------------ main
 
 
-async def main(args: argparse.Namespace) -> dict[str, Any]:
-    quick = args.quick
-    n_text, n_tool = (1_000, 20) if quick else (10_000, 200)
-    repeats = 2 if quick else 5
-    conc_rounds = 1 if quick else 2
-    conc_levels = (1, 100, 1000)
-    conc_text, burst, ms = (20, 5, 10) if quick else (100, 10, 10)
-    versions = peer_versions()
+def main(args: argparse.Namespace) -> dict[str, Any]:
+    name = "smoke" if args.smoke else "quick" if args.quick else "full"
+    mode = dict(MODES[name])
+    if args.rounds:
+        mode["rounds"] = args.rounds
+    if args.no_peers:
+        mode["peers"] = False
+    if args.protocols:
+        mode["protocols"] = tuple(args.protocols.split(","))
+    peers = Path(args.peers)
     notes: list[str] = []
-    if versions["litellm"]:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            quiet_litellm()
-    server = Server()
+
+    def log(message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+    import httpx
+
     result: dict[str, Any] = {
+        "zett_floor": {"model": ZETT_FLOOR, "agent": ZETT_FLOOR2},
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "machine": (
-            f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+            f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+            f"load average {os.getloadavg()[0]:.1f}"
         ),
-        "mode": "quick" if quick else "full",
-        "stream": {"text_deltas": n_text, "tool_fragments": n_tool},
-        "versions": {**versions, "httpx": httpx.__version__},
-        "memory": "tracemalloc peak of one run (Python allocations, client process)",
-        "streams": {},
-        "sansio": {},
+        "mode": name,
+        "rounds": mode["rounds"],
+        "stream": {
+            "big": {"text_deltas": mode["big"][0], "tool_fragments": mode["big"][1]},
+            "small": {"text_deltas": mode["small"][0], "tool_fragments": mode["small"][1]},
+            "coalesced_chunk_bytes": 4096,
+        },
+        "versions": {"httpx": httpx.__version__, "peers": PEER_PACKAGES},
         "notes": notes,
     }
+    server = Server()
     try:
-        async with httpx.AsyncClient(timeout=httpx.Timeout(120.0)) as http:
-            for protocol in PROTOCOLS:
-                base = server.base(protocol, n_text, n_tool)
-                path, _, _ = request_path(protocol)
-                figures: list[Figure] = []
-                raw_path = f"/s/{protocol}/{n_text}/{n_tool}{path}"
-                figures.append(
-                    await measure(
-                        "server floor (raw socket)",
-                        lambda raw_path=raw_path: raw_socket_run(server.port, raw_path),
-                        repeats,
-                        memory=False,
-                    )
-                )
-                figures.append(
-                    await measure(
-                        "floor: httpx+httpx-sse+json.loads",
-                        lambda base=base, protocol=protocol: floor_run(http, base, protocol),
-                        repeats,
-                    )
-                )
-                model = zett_model(base, protocol, http)
-                figures.append(
-                    await measure("zett Model.stream()", lambda m=model: zett_model_run(m), repeats)
-                )
-                figures.append(
-                    await measure(
-                        "zett agent.stream() (tool + answer)",
-                        lambda m=model: zett_agent_run(m),
-                        repeats,
-                    )
-                )
-                if protocol in ("openai-chat", "anthropic"):
-                    figures += await peer_figures(
-                        protocol, base, http, repeats, versions, notes, memory=not quick
-                    )
-                result["streams"][protocol] = [f.__dict__ for f in figures]
-                result["sansio"][protocol] = sansio_figures(protocol, n_text, n_tool, repeats * 2)
-        conc: dict[str, Any] = {}
-        for runs in conc_levels:
-            rounds: dict[str, list[dict[str, Any]]] = {"floor": [], "zett": []}
-            for _ in range(conc_rounds):  # alternating rounds; the best of each is kept
-                for kind in ("floor", "zett"):
-                    rounds[kind].append(await concurrent(server, kind, runs, conc_text, burst, ms))
-            floor, zett = (max(rounds[k], key=lambda r: r["events_per_s"]) for k in rounds)
-            conc[str(runs)] = {
-                "floor": floor,
-                "zett": zett,
-                "throughput_ratio": floor["events_per_s"] / zett["events_per_s"],
-                "p50_added_ms": zett["p50_ms"] - floor["p50_ms"],
-                "p99_added_ms": zett["p99_ms"] - floor["p99_ms"],
-            }
-        result["concurrency"] = {
-            "stream": {"text_deltas": conc_text, "burst": burst, "every_ms": ms},
-            "levels": conc,
-        }
+        raw = streams_figures(server, mode, peers, notes, log)
+        result["streams"] = reduce_streams(raw)
+        log("concurrency")
+        result["concurrency"] = concurrency_figures(server, mode, log)
     finally:
         server.close()
-    result["ratios"] = ratios(result)
-    return result
-
-
-async def peer_figures(
-    protocol: str,
-    base: str,
-    http: httpx.AsyncClient,
-    repeats: int,
-    versions: dict[str, str | None],
-    notes: list[str],
-    memory: bool,
-) -> list[Figure]:
-    out: list[Figure] = []
-    if versions["pydantic-ai-slim"]:
-        try:
-            model = pydantic_ai_model(protocol, base)
-            out.append(
-                await measure(
-                    "pydantic-ai model_request_stream",
-                    lambda: pydantic_ai_model_run(model),
-                    repeats,
-                )
-            )
-            out.append(
-                await measure(
-                    "pydantic-ai agent.iter (tool + answer)",
-                    lambda: pydantic_ai_agent_run(model),
-                    repeats,
-                    memory=memory,
-                )
-            )
-        except Exception as error:  # a peer that fails is reported, not fatal
-            notes.append(f"pydantic-ai on {protocol} failed: {type(error).__name__}: {error}")
-    else:
-        notes.append(
-            "pydantic-ai-slim is not installed: skipped (pip install -r bench/requirements.txt)"
-        )
-    if versions["litellm"]:
-        try:
-            out.append(
-                await measure(
-                    "litellm acompletion + stream_chunk_builder",
-                    lambda: litellm_run(protocol, base),
-                    repeats,
-                    memory=memory,
-                )
-            )
-        except Exception as error:
-            notes.append(f"litellm on {protocol} failed: {type(error).__name__}: {error}")
-    else:
-        notes.append("litellm is not installed: skipped (pip install -r bench/requirements.txt)")
-    return out
-
-
-def _seconds(result: dict[str, Any], protocol: str, prefix: str) -> float | None:
-    for figure in result["streams"].get(protocol, []):
-        if figure["name"].startswith(prefix):
-            return figure["seconds"]  # type: ignore[no-any-return]
-    return None
-
-
-def _ratio(a: float | None, b: float | None) -> float | None:
-    return round(a / b, 3) if a is not None and b else None
-
-
-def ratios(result: dict[str, Any]) -> dict[str, Any]:
-    """Client CPU time ratios (< 1: zett is faster). Headline: the OpenAI-chat stream."""
-    out: dict[str, Any] = {}
-    for protocol in PROTOCOLS:
-        zett = _seconds(result, protocol, "zett Model")
-        agent = _seconds(result, protocol, "zett agent")
-        floor = _seconds(result, protocol, "floor")
-        out[protocol] = {
-            "zett_vs_floor": _ratio(zett, floor),
-            "zett_agent_vs_floor": _ratio(agent, floor),
-            "zett_vs_pydantic_ai": _ratio(zett, _seconds(result, protocol, "pydantic-ai model")),
-            "zett_agent_vs_pydantic_ai_agent": _ratio(
-                agent, _seconds(result, protocol, "pydantic-ai agent")
-            ),
-            "zett_vs_litellm": _ratio(zett, _seconds(result, protocol, "litellm")),
-        }
-    head = out["openai-chat"]
-    conc = result.get("concurrency", {}).get("levels", {})
-    return {
-        "zett_vs_floor": head["zett_vs_floor"],
-        "zett_vs_pydantic_ai": head["zett_vs_pydantic_ai"],
-        "zett_vs_litellm": head["zett_vs_litellm"],
-        "by_protocol": out,
-        "sansio_decoder_vs_json_loads": {
-            p: round(v["ratio"], 3) for p, v in result["sansio"].items()
-        },
-        "concurrency": {
-            runs: {
-                "zett_vs_floor_time": round(level["throughput_ratio"], 3),
-                "p50_added_ms": round(level["p50_added_ms"], 2),
-                "p99_added_ms": round(level["p99_added_ms"], 2),
-                "zett_events_per_s": round(level["zett"]["events_per_s"]),
-                "zett_rss_growth_mb": round(level["zett"]["rss_growth_mb"], 1),
-            }
-            for runs, level in conc.items()
-        },
+    log("start-up and sans-IO")
+    result["startup"] = startup_figures(mode["startup_runs"])
+    n_text, n_tool = mode["big"]
+    result["sansio"] = {
+        p: sansio_figures(p, n_text, n_tool, max(3, mode["rounds"])) for p in PROTOCOLS
     }
+    result["ratios"] = ratios(result)
+    result["targets"] = targets(result)
+    return result
 
 
 def print_tables(result: dict[str, Any]) -> None:
     print(f"zett-agent bench, {result['mode']} — {result['date']} — {result['machine']}")
-    s = result["stream"]
-    print(f"stream: {s['text_deltas']} text deltas + {s['tool_fragments']} tool-call fragments")
-    print(f"versions: {result['versions']}; memory = {result['memory']}\n")
-    for protocol, figures in result["streams"].items():
-        floor = _seconds(result, protocol, "floor")
-        zett = _seconds(result, protocol, "zett Model")
-        print(f"[{protocol}]")
-        print(
-            f"  {'client':46} {'CPU ms':>8} {'wall ms':>8} {'/floor':>7} {'zett/it':>8} "
-            f"{'peak MB':>8} {'events':>7}"
-        )
-        for f in figures:
-            ms = f"{f['seconds'] * 1000:8.1f} {f['wall_seconds'] * 1000:8.1f}"
-            vs_floor = f["seconds"] / floor if floor else float("nan")
-            zett_vs = zett / f["seconds"] if zett and not f["name"].startswith("zett") else None
-            peak = f"{f['peak_bytes'] / 2**20:8.2f}" if f["peak_bytes"] is not None else "       -"
-            zv = f"{zett_vs:8.2f}" if zett_vs is not None else "       -"
-            print(f"  {f['name']:46} {ms} {vs_floor:7.2f} {zv} {peak} {f['events']:7}")
-        print()
-    print("[sans-IO decoders on in-memory events]")
+    st = result["stream"]
+    print(
+        f"streams: big {st['big']['text_deltas']} text deltas + {st['big']['tool_fragments']} "
+        f"tool-call fragments; small {st['small']['text_deltas']} + "
+        f"{st['small']['tool_fragments']}; framing 'event' = one HTTP chunk per SSE event, "
+        f"'coalesced' = {st['coalesced_chunk_bytes']}-byte chunks"
+    )
+    print(
+        f"{result['rounds']} rounds, each client in a fresh process; CPU = client process CPU "
+        "per run, median over rounds [min-max]; x floor = median of per-round ratios; "
+        "RSS = import, then peak growth of one run\n"
+    )
+    for size in ("big", "small"):
+        for framing, protocols in result["streams"].get(size, {}).items():
+            for protocol, rows in protocols.items():
+                print(f"[{size} stream, {framing} framing, {protocol}]")
+                print(
+                    f"  {'client':24} {'CPU ms':>9} {'[min-max]':>17} {'x floor':>8} "
+                    f"{'vs':>18} {'RSS imp':>8} {'RSS run':>8} {'events':>7}"
+                )
+                for client, row in rows.items():
+                    c = row["cpu_ms"]
+                    vs = row.get("vs_floor")
+                    ratio = f"{vs['median']:8.3f} {vs['floor']:>18}" if vs else f"{'-':>8} {'':>18}"
+                    span = f"[{c['min']:.2f}-{c['max']:.2f}]"
+                    print(
+                        f"  {client:24} {c['median']:9.2f} {span:>17} "
+                        f"{ratio} {row['rss_import_mb']['median']:8.1f} "
+                        f"{row['rss_run_mb']['median']:8.1f} {row['events']:7}"
+                    )
+                print()
+    print("[sans-IO decoders on in-memory events, big stream]")
     for protocol, v in result["sansio"].items():
         print(
-            f"  {protocol:12} json.loads {v['json.loads'] * 1000:7.1f} ms   decoder "
-            f"{v['decoder'] * 1000:7.1f} ms   ratio {v['ratio']:.2f}   "
-            f"+{v['decoder_us_per_event']:.2f} µs/event"
+            f"  {protocol:12} json.loads {v['json.loads'] * 1000:7.1f} ms   raw_decode "
+            f"{v['raw_decode'] * 1000:7.1f} ms   decoder {v['decoder'] * 1000:7.1f} ms   "
+            f"decoder/raw_decode {v['ratio']:.2f}   +{v['decoder_us_per_event']:.2f} µs/event"
         )
-    conc = result.get("concurrency")
-    if conc:
-        c = conc["stream"]
-        print(
-            f"\n[concurrency: OpenAI-chat, {c['text_deltas']} deltas/run, {c['burst']} every "
-            f"{c['every_ms']} ms; latency = receipt - server write]"
-        )
-        print(
-            f"  {'runs':>5} {'client':6} {'events/s':>9} {'runs/s':>8} {'p50 ms':>8} "
-            f"{'p99 ms':>8} {'RSS +MB':>8}"
-        )
-        for runs, level in conc["levels"].items():
-            for kind in ("floor", "zett"):
-                v = level[kind]
-                print(
-                    f"  {runs:>5} {kind:6} {v['events_per_s']:9.0f} {v['runs_per_s']:8.1f} "
-                    f"{v['p50_ms']:8.2f} {v['p99_ms']:8.2f} {v['rss_growth_mb']:8.1f}"
-                )
-            print(
-                f"  {'':>5} added: p50 {level['p50_added_ms']:+.2f} ms, p99 "
-                f"{level['p99_added_ms']:+.2f} ms, time zett/floor {level['throughput_ratio']:.2f}"
-            )
-    r = result["ratios"]
-    print("\n[ratios of client CPU time, < 1 means zett is faster; headline = OpenAI-chat]")
+    conc = result["concurrency"]
+    c = conc["stream"]
     print(
-        f"  zett/floor {r['zett_vs_floor']}   zett/pydantic-ai {r['zett_vs_pydantic_ai']}   "
-        f"zett/litellm {r['zett_vs_litellm']}"
+        f"\n[concurrency: OpenAI-chat, {c['text_deltas']} deltas/run, {c['burst']} every "
+        f"{c['every_ms']} ms, runs spread over up to {conc['http_clients']} httpx clients; "
+        "client CPU of the whole batch; latency = receipt - server write]"
     )
-    for protocol, v in r["by_protocol"].items():
-        print(f"  {protocol:12} {v}")
+    print(
+        f"  {'runs':>5} {'client':6} {'CPU ms':>9} {'wall ms':>9} {'p50 ms':>8} {'p99 ms':>8} "
+        f"{'RSS +MB':>8}"
+    )
+    for runs, level in conc["levels"].items():
+        for kind in ("floor", "zett"):
+            v = level[kind]
+            print(
+                f"  {runs:>5} {kind:6} {v['cpu_ms']['median']:9.1f} {v['wall_ms']['median']:9.1f} "
+                f"{v['p50_ms']['median']:8.2f} {v['p99_ms']['median']:8.2f} "
+                f"{v['rss_run_mb']['median']:8.1f}"
+            )
+        cz = level["cpu_zett_vs_floor"]
+        print(
+            f"  {'':>5} CPU zett/floor {cz['median']:.3f} [{cz['min']:.3f}-{cz['max']:.3f}], "
+            f"added p50 {level['p50_added_ms']:+.2f} ms, p99 {level['p99_added_ms']:+.2f} ms"
+        )
+    s = result["startup"]
+    print(f"\n[start-up: -X importtime less 'pass', median of {s['import_zett_agent_ms']['n']}]")
+    for key in IMPORTS:
+        v = s[key]
+        print(
+            f"  {v['statement']:58} {v['median']:7.1f} ms [{v['min']:.1f}-{v['max']:.1f}]"
+            f"  {', '.join(v['notable_modules'])}"
+        )
+    print(
+        f"  zett --help: {s['zett_help_ms']['median']:.0f} ms wall "
+        f"(python -c pass: {s['python_startup_ms']['median']:.0f} ms)"
+    )
+    print("\n[ratios]")
+    for key, value in result["ratios"].items():
+        print(f"  {key}: {json.dumps(value)}")
+    print("\n[targets of issue 17: worst value measured]")
+    for key, t in result["targets"].items():
+        print(
+            f"  {key:32} {t['worst']!s:>8}  limit {t['limit']:<6} "
+            f"{'met' if t['met'] else 'NOT met'}"
+        )
     for note in result["notes"]:
         print(f"note: {note}")
 
 
 def cli() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small streams, under a minute")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="1,000-delta streams")
+    parser.add_argument("--smoke", action="store_true", help="tiny, 1 round, seconds (CI)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--plot", metavar="FILE.svg", help="draw the chart (matplotlib)")
+    parser.add_argument("--rounds", type=int, help="override the mode's rounds")
+    parser.add_argument("--no-peers", action="store_true", help="zett and the floors only")
+    parser.add_argument("--protocols", help="comma-separated subset, e.g. openai-chat")
+    parser.add_argument(
+        "--peers",
+        default=os.environ.get("ZETT_BENCH_VENVS", "/work/bench-venvs"),
+        help="folder of the peers' virtualenvs (zett-0.2.1, pydantic-ai, litellm)",
+    )
+    parser.add_argument("--save", metavar="FILE.json", help="also write the JSON to a file")
+    parser.add_argument(
+        "--startup-only", action="store_true", help="only the import and --help figures (JSON)"
+    )
     args = parser.parse_args()
+    if args.startup_only:
+        print(json.dumps(startup_figures(args.rounds or 7), indent=2))
+        return
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     with contextlib.suppress(ValueError):
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    result = asyncio.run(main(args))
+    result = main(args)
+    if args.save:
+        Path(args.save).write_text(json.dumps(result, indent=2, default=str))
+    if args.plot:
+        import plot
+
+        plot.draw(result, args.plot)
     if args.json:
         print(json.dumps(result, indent=2, default=str))
     else:

@@ -1,11 +1,15 @@
 """The bench's stream server: raw asyncio on 127.0.0.1, run in its own process.
 
-It writes pre-built bytes (status line, headers and an HTTP/1.1 chunked body with
-one chunk per SSE event) so that it is not the bottleneck; ``run.py`` measures its
-floor with a raw socket reader. The stream is chosen by the URL path, so every
-client (zett, the floor, pydantic-ai, LiteLLM) can be pointed at a base URL::
+It writes pre-built bytes (status line, headers and an HTTP/1.1 chunked body) so
+that it is not the bottleneck; ``run.py`` measures its floor with a raw socket
+reader. The stream is chosen by the URL path, so every client (zett, the floors,
+pydantic-ai, LiteLLM, zett-agent 0.2.1) can be pointed at a base URL::
 
-    /s/<protocol>/<n_text>/<n_tool>/...     the whole answer, written at once
+    /s/<framing>/<protocol>/<n_text>/<n_tool>/...   the whole answer, written at once
+
+``<framing>`` is ``event`` (one HTTP chunk per SSE event) or ``coalesced`` (the SSE
+bytes cut into 4 KiB chunks, events split across chunk boundaries, as servers that
+buffer their writes send them).
     /p/<burst>/<ms>/<n_text>/...            OpenAI-chat text, ``burst`` events every
                                             ``ms`` milliseconds, each delta's text
                                             ``@<time.monotonic_ns()> `` when written
@@ -29,7 +33,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 import streams
 
 _TOOL_RESULT_MARKERS = (b'"tool_call_id"', b'"tool_result"', b'"functionResponse"')
-_cache: dict[tuple[str, int, int], bytes] = {}
+_cache: dict[tuple[str, str, int, int], bytes] = {}
+COALESCE = 4096
 
 
 def _head(ctype: str = "text/event-stream") -> bytes:
@@ -39,12 +44,18 @@ def _head(ctype: str = "text/event-stream") -> bytes:
     ).encode()
 
 
-def static_response(protocol: str, n_text: int, n_tool: int) -> bytes:
-    key = (protocol, n_text, n_tool)
+def static_response(framing: str, protocol: str, n_text: int, n_tool: int) -> bytes:
+    key = (framing, protocol, n_text, n_tool)
     data = _cache.get(key)
     if data is None:
         events = streams.final(protocol) if n_text < 0 else streams.build(protocol, n_text, n_tool)
-        data = _cache[key] = _head() + streams.chunked_body(events)
+        if framing == "event":
+            body = streams.chunked_body(events)
+        elif framing == "coalesced":
+            body = streams.coalesced_body(events, COALESCE)
+        else:
+            raise ValueError(f"unknown framing {framing!r}")
+        data = _cache[key] = _head() + body
     return data
 
 
@@ -94,10 +105,11 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
             body = await reader.readexactly(length) if length else b""
             parts = path.split("?")[0].strip("/").split("/")
             if parts[0] == "s":
-                protocol, n_text, n_tool = parts[1], int(parts[2]), int(parts[3])
+                framing, protocol = parts[1], parts[2]
+                n_text, n_tool = int(parts[3]), int(parts[4])
                 if any(marker in body for marker in _TOOL_RESULT_MARKERS):
                     n_text, n_tool = -1, 0
-                writer.write(static_response(protocol, n_text, n_tool))
+                writer.write(static_response(framing, protocol, n_text, n_tool))
                 await writer.drain()
             elif parts[0] == "p":
                 await paced(writer, int(parts[1]), int(parts[2]), int(parts[3]))

@@ -224,3 +224,15 @@ def chunked_body(events: list[tuple[str | None, str]]) -> bytes:
         out += b"%x\r\n%s\r\n" % (len(piece), piece)
     out += b"0\r\n\r\n"
     return bytes(out)
+
+
+def coalesced_body(events: list[tuple[str | None, str]], size: int) -> bytes:
+    """The same SSE bytes cut into ``size``-byte HTTP chunks (the last may be
+    shorter): events straddle chunk boundaries, as from a server that buffers."""
+    sse = b"".join(sse_bytes(event, data) for event, data in events)
+    out = bytearray()
+    for start in range(0, len(sse), size):
+        piece = sse[start : start + size]
+        out += b"%x\r\n%s\r\n" % (len(piece), piece)
+    out += b"0\r\n\r\n"
+    return bytes(out)

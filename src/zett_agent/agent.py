@@ -60,6 +60,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from zett_agent.events import AgentEvent, AgentEventDispatcher, AgentEventType, final_message
@@ -153,7 +154,7 @@ class Agent:
     ) -> None:
         self.model = model
         self.config = config or AgentRunConfig()
-        self.tools = {tool.name: tool for tool in map(as_tool, tools)}
+        self.tools = {tool.name: tool for tool in map(_tool, tools)}
         self.extensions = list(extensions)
         self.messages: list[Message] = []
 
@@ -202,9 +203,17 @@ class Agent:
         """
         messages = list(self.messages if history is None else history)
         run = _Run(self, messages, on_message, run_id=run_id)
-        async with aclosing(self._drive(run, prompt, keep=history is None)) as events:
-            async for event in events:
-                yield event
+        # the loop's events are yielded from here, not through another generator
+        # (one hop per chunk less); aclosing: closing this generator closes
+        # run.events() at once, so a cancelled model call is stored before the
+        # close returns.
+        try:
+            async with aclosing(run.events(prompt)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            if history is None:
+                self.messages = run.conversation.messages
 
     async def resume(
         self,
@@ -239,21 +248,12 @@ class Agent:
         messages = list(self.messages if history is None else history)
         plan = plan_resume(messages, self.model, self.continue_prompt)
         run = _Run(self, messages, on_message, on_replace=on_replace, plan=plan)
-        async with aclosing(self._drive(run, plan.prompt, keep=history is None)) as events:
-            async for event in events:
-                yield event
-
-    async def _drive(
-        self, run: _Run, prompt: str | None, *, keep: bool
-    ) -> AsyncGenerator[AgentEvent, None]:
-        # aclosing: closing the outer generator closes run.events() at once, so a
-        # cancelled model call is stored before the close returns.
-        try:
-            async with aclosing(run.events(prompt)) as events:
+        try:  # as in stream()
+            async with aclosing(run.events(plan.prompt)) as events:
                 async for event in events:
                     yield event
         finally:
-            if keep:
+            if history is None:
                 self.messages = run.conversation.messages
 
 
@@ -275,3 +275,21 @@ async def create_agent(
     """
     resolved = resolve_model(model, **model_options) if isinstance(model, str) else model
     return Agent(resolved, config, tools, extensions)
+
+
+def _tool(function: Callable[..., Any] | Tool) -> Tool:
+    """:func:`~zett_agent.tools.as_tool`, remembered per function: building the
+    argument model (pydantic ``create_model``) took most of ``create_agent``, and
+    an application makes an agent per request with the same functions."""
+    if isinstance(function, Tool):
+        return function
+    try:
+        hash(function)
+    except TypeError:  # an unhashable callable object
+        return as_tool(function)
+    return _cached_tool(function)
+
+
+@lru_cache(maxsize=1024)
+def _cached_tool(function: Callable[..., Any]) -> Tool:
+    return as_tool(function)

@@ -26,9 +26,16 @@ from enum import StrEnum
 from typing import Any
 
 from zett_agent.messages import AssistantMessage, ToolCall, ToolResultMessage, message_to_dict
+from zett_agent.protocols.base import ReasoningDelta, StreamEvent, TextDelta, ToolCallDelta
 from zett_agent.stop import StopInfo
 
-__all__ = ["AgentEvent", "AgentEventDispatcher", "AgentEventType", "final_message"]
+__all__ = [
+    "AgentEvent",
+    "AgentEventDispatcher",
+    "AgentEventType",
+    "DeltaEvents",
+    "final_message",
+]
 
 
 class AgentEventType(StrEnum):
@@ -105,6 +112,67 @@ class AgentEvent:
         if self.error is not None:
             record["error"] = f"{type(self.error).__name__}: {self.error}"
         return record
+
+
+_new = object.__new__
+_TEXT, _REASONING, _TOOL = (
+    AgentEventType.TEXT_DELTA,
+    AgentEventType.REASONING_DELTA,
+    AgentEventType.TOOL_CALL_DELTA,
+)
+
+
+class DeltaEvents:
+    """The delta events of one model call, built cheaply.
+
+    A delta event is built for every streamed chunk, and the frozen dataclass's
+    ``__init__`` (one ``object.__setattr__`` per field, nine fields) was the
+    largest part of the agent's cost per chunk. These are :class:`AgentEvent`
+    instances with the same field values, equality, hash, repr, ``to_dict()``,
+    pickling and frozenness; only the fields a delta sets (``type``, ``run_id``,
+    ``step``, ``text``, and ``tool_call`` for a tool-call delta) are stored on the
+    instance, the others (None) are read from the class's defaults, so
+    ``vars(event)`` of a delta lists those fields only.
+    """
+
+    __slots__ = ("_run_id", "_step")
+
+    def __init__(self, run_id: str, step: int) -> None:
+        self._run_id = run_id
+        self._step = step
+
+    def text(self, text: str) -> AgentEvent:
+        """A TEXT_DELTA carrying ``text``."""
+        event: AgentEvent = _new(AgentEvent)
+        values = event.__dict__
+        values["type"] = _TEXT
+        values["run_id"] = self._run_id
+        values["step"] = self._step
+        values["text"] = text
+        return event
+
+    def of(self, item: StreamEvent) -> AgentEvent:
+        """The event for one stream item: TEXT_DELTA, REASONING_DELTA, or
+        TOOL_CALL_DELTA (``text`` the arguments piece, ``tool_call`` the partial
+        call: id and name as far as the fragment carried them, else ``""``)."""
+        call: ToolCall | None = None
+        match item:
+            case TextDelta(text=text):
+                kind = _TEXT
+            case ReasoningDelta(text=text):
+                kind = _REASONING
+            case ToolCallDelta(arguments=text):
+                kind = _TOOL
+                call = ToolCall(item.id or "", item.name or "", text)
+        event: AgentEvent = _new(AgentEvent)
+        values = event.__dict__
+        values["type"] = kind
+        values["run_id"] = self._run_id
+        values["step"] = self._step
+        values["text"] = text
+        if call is not None:
+            values["tool_call"] = call
+        return event
 
 
 class AgentEventDispatcher:

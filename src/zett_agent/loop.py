@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from zett_agent.conversation import Conversation
-from zett_agent.events import AgentEvent, AgentEventType, _maybe_await
+from zett_agent.events import AgentEvent, AgentEventType, DeltaEvents, _maybe_await
 from zett_agent.messages import (
     AssistantMessage,
     Message,
@@ -49,10 +49,7 @@ from zett_agent.models import ModelClient
 from zett_agent.protocols.base import (
     ModelRequest,
     ModelResponse,
-    ReasoningDelta,
-    StreamEvent,
     TextDelta,
-    ToolCallDelta,
     apply_output_limit,
 )
 from zett_agent.recovery import (
@@ -235,14 +232,19 @@ class _Run:
         yield self.event(_E.MODEL_STARTED)
         call.span = self.telemetry.start_chat(self.span, call.request, call.model.provider)
         received = PartialAnswer()
+        deltas = DeltaEvents(self.run_id, self.step)  # one event per chunk: the hot path
+        text = received.text
         try:
             async with aclosing(call.model.stream(call.request)) as stream:
                 async for item in stream:
-                    if isinstance(item, ModelResponse):
+                    if type(item) is TextDelta:
+                        text.append(item.text)
+                        yield deltas.text(item.text)
+                    elif isinstance(item, ModelResponse):
                         call.response = apply_output_limit(item, call.request.max_tokens)
-                        continue
-                    received.add(item)
-                    yield self._delta(item)
+                    else:
+                        received.add(item)
+                        yield deltas.of(item)
         except Exception as exc:
             if self.conversation.prefill is not None and prefill_rejected(exc):
                 self.telemetry.end_chat(call.span, None, error=exc)
@@ -400,16 +402,6 @@ class _Run:
 
     def event(self, type: AgentEventType, **fields: Any) -> AgentEvent:  # noqa: A002
         return AgentEvent(type, self.run_id, self.step, **fields)
-
-    def _delta(self, item: StreamEvent) -> AgentEvent:
-        match item:
-            case TextDelta(text=text):
-                return self.event(_E.TEXT_DELTA, text=text)
-            case ReasoningDelta(text=text):
-                return self.event(_E.REASONING_DELTA, text=text)
-            case ToolCallDelta():
-                partial = ToolCall(item.id or "", item.name or "", item.arguments)
-                return self.event(_E.TOOL_CALL_DELTA, text=item.arguments, tool_call=partial)
 
     async def _request(self) -> ModelRequest:
         config = self.config

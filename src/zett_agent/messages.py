@@ -280,7 +280,28 @@ _ROLE: dict[type[Any], Role] = {
     AssistantMessage: "assistant",
     ToolResultMessage: "tool",
 }
-_ADAPTER: dict[str, TypeAdapter[Any]] = {role: TypeAdapter(cls) for cls, role in _ROLE.items()}
+
+
+class _Adapters(dict[str, TypeAdapter[Any]]):
+    """The pydantic adapter of each role, built when first used (building all four
+    took a third of ``import zett_agent``)."""
+
+    def get(self, role: str, default: Any = None) -> Any:
+        if role not in self:
+            cls = next((c for c, r in _ROLE.items() if r == role), None)
+            if cls is None:
+                return default
+            self[role] = TypeAdapter(cls)
+        return dict.__getitem__(self, role)
+
+    def __missing__(self, role: str) -> TypeAdapter[Any]:
+        adapter: TypeAdapter[Any] | None = self.get(role)
+        if adapter is None:
+            raise KeyError(role)
+        return adapter
+
+
+_ADAPTER = _Adapters()
 
 
 def message_to_dict(message: Message) -> dict[str, Any]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -72,6 +71,8 @@ EXIT_TABLE = "\n\n".join(
 
 def _version(value: bool) -> None:
     if value:
+        from importlib.metadata import PackageNotFoundError, version
+
         try:
             number = version("zett-agent")
         except PackageNotFoundError:  # run from a source tree without installing
@@ -86,6 +87,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain help: rendering it with rich costs ~90 ms per `zett --help`
 )
 
 

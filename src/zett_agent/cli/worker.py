@@ -14,11 +14,7 @@ the queue at start, for a worker that will not come back (never for a live one).
 
 from __future__ import annotations
 
-import asyncio
-import importlib
-import inspect
 import signal
-import socket
 import sys
 from collections.abc import Sequence
 from typing import Annotated, Any
@@ -35,6 +31,8 @@ __all__ = ["load_factory", "worker"]
 def load_factory(spec: str) -> Any:
     """The object ``module:attribute`` names (the current folder is importable).
     Raises ``typer.BadParameter`` with what was wrong."""
+    import importlib
+
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise typer.BadParameter(f"{spec!r}: expected module:factory")
@@ -53,6 +51,8 @@ def load_factory(spec: str) -> Any:
 
 
 async def _agents(specs: Sequence[str], sessions: str) -> list[Any]:
+    import inspect
+
     from zett_agent.agent import Agent
     from zett_agent.durable import DurableAgent
     from zett_agent.durable.runtime import store_for
@@ -98,6 +98,8 @@ async def _serve(
             worker_concurrency=concurrency,
         )
     )
+    import asyncio
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -163,5 +165,8 @@ def worker(
             f"zett worker needs the durable extra: pip install 'zett-agent[durable]' ({error})"
         )
         raise typer.Exit(2) from error
+    import asyncio
+    import socket
+
     name = executor_id or socket.gethostname()
     asyncio.run(_serve(agent, sessions, db, name, concurrency, app_version, recover or []))

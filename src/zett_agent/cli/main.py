@@ -119,6 +119,13 @@ def run(
             "(later calls are auto once a tool ran)."
         ),
     ] = None,
+    mcp: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="An MCP server whose tools to offer: a command line ('npx -y PKG ARGS') "
+            "or an http(s):// URL. Repeatable. Needs the 'mcp' extra."
+        ),
+    ] = None,
 ) -> None:
     try:
         offered = select_demo_tools(tools)
@@ -136,6 +143,7 @@ def run(
         json_events=json_events,
         system=system,
         tool_choice=tool_choice,
+        mcp=tuple(mcp or ()),
     )
     previous = signal.signal(signal.SIGTERM, _interrupt)  # clean up (a local server) on kill
     try:

@@ -20,6 +20,7 @@ from rich.panel import Panel
 from rich.status import Status
 from rich.text import Text
 
+from zett_agent.cli.mcp_tools import mcp_tools
 from zett_agent.errors import ZettError
 from zett_agent.events import AgentEvent, AgentEventType
 from zett_agent.models import Model, resolve_model
@@ -80,6 +81,7 @@ class RunOptions:
     json_events: bool = False
     system: str | None = None
     tool_choice: str | None = None
+    mcp: Sequence[str] = ()  # --mcp: MCP server command lines or URLs
 
 
 class _Printer:
@@ -229,8 +231,9 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
         agent = await create_agent(
             model, config=AgentRunConfig("zett-run", **config), tools=list(options.tools)
         )
-        async for event in agent.stream(options.prompt):
-            printer.handle(event)
+        async with mcp_tools(options.mcp, agent):
+            async for event in agent.stream(options.prompt):
+                printer.handle(event)
     except ZettError as error:
         printer.stop_waiting()
         if printer.failed:  # RUN_FAILED already said it

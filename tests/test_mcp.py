@@ -322,3 +322,33 @@ async def test_an_unreachable_url_is_a_config_error_naming_it() -> None:
         with pytest.raises(ConfigError, match=r"http://127\.0\.0\.1:9/mcp"):
             async with MCPTools([MCPServer.http("http://127.0.0.1:9/mcp", connect_timeout=5)]):
                 pass
+
+
+async def test_an_mcp_tool_that_needs_approval_reaches_the_server_only_once_approved(
+    log: Path, tmp_path: Path
+) -> None:
+    need_mcp()
+    from zett_agent.approvals import approve
+    from zett_agent.mcp import MCPServer, MCPTools
+
+    server = MCPServer.stdio(
+        *counting_command(),
+        env={"ZETT_MCP_CALLS": str(log)},
+        approval=["add"],
+        log=open(tmp_path / "server.log", "w"),  # noqa: SIM115
+    )
+    replies = [
+        tool_reply(("c1", "add", '{"a": 1, "b": 1}'), ("c2", "weather", '{"city": "Rome"}')),
+        text_reply("2"),
+    ]
+    async with MCPTools([server]) as tools:
+        with ReplayServer(replies) as replay:
+            agent = await create_agent(model_for(replay))
+            tools.attach(agent)
+            await agent.run("go")
+            assert agent.pending_approval is not None and agent.pending_approval.ids == ["c1"]
+            assert [c["tool"] for c in calls_in(log)] == ["weather"]  # add did not reach it
+            final = await agent.approve({"c1": approve()})
+            await agent.aclose()
+    assert [c["tool"] for c in calls_in(log)] == ["weather", "add"]
+    assert final.text == "2"

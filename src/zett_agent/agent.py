@@ -57,11 +57,19 @@ are kept by :mod:`zett_agent.conversation`, its recoveries by
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
+from zett_agent.approvals import (
+    ApprovalPolicy,
+    ApprovalRequest,
+    Decision,
+    PendingApprovalError,
+    decided_results,
+)
+from zett_agent.errors import ResumeError
 from zett_agent.events import AgentEvent, AgentEventDispatcher, AgentEventType, final_message
 from zett_agent.extensions import Extension
 from zett_agent.loop import MAX_TURNS_RAW, Step, _Run
@@ -96,6 +104,10 @@ class AgentRunConfig:
         telemetry: make OpenTelemetry spans (when the ``otel`` extra is installed).
         tracer_provider: the OpenTelemetry ``TracerProvider`` for them (None: the
             global one).
+        approval: a policy given each tool call (arguments a JSON object):
+            True makes the call wait for a person's approval
+            (:mod:`zett_agent.approvals`). Tools with ``requires_approval`` always
+            wait.
     """
 
     name: str = "agent"
@@ -109,6 +121,7 @@ class AgentRunConfig:
     model_options: dict[str, Any] = field(default_factory=dict)
     telemetry: bool = True
     tracer_provider: Any = None
+    approval: ApprovalPolicy | None = None
 
 
 class Agent:
@@ -136,6 +149,8 @@ class Agent:
         self.tools = {tool.name: tool for tool in map(as_tool, tools)}
         self.extensions = list(extensions)
         self.messages: list[Message] = []
+        self.pending_approval: ApprovalRequest | None = None
+        """The calls of ``messages`` waiting for a decision (see :meth:`approve`)."""
 
     async def aclose(self) -> None:
         """Close the model (its HTTP client, and a local server it started)."""
@@ -175,8 +190,12 @@ class Agent:
 
         ``prompt`` None runs on the history as it is (to continue it).
         ``on_message`` is called (and awaited if async) with each message as soon
-        as it is complete, for durable storage.
+        as it is complete, for durable storage. Raises
+        :class:`~zett_agent.approvals.PendingApprovalError` when ``messages`` has
+        calls waiting for approval (answer them with :meth:`approve`).
         """
+        if history is None:
+            self._check_no_pending()
         run = _Run(self, list(self.messages if history is None else history), on_message)
         async with aclosing(self._drive(run, prompt, keep=history is None)) as events:
             async for event in events:
@@ -212,12 +231,64 @@ class Agent:
         continuation, or a retry of an answer with no text). ResumeError is raised
         when iteration starts, before anything is sent.
         """
+        if history is None:
+            self._check_no_pending()
         messages = list(self.messages if history is None else history)
         plan = plan_resume(messages, self.model, self.continue_prompt)
         run = _Run(self, messages, on_message, on_replace=on_replace, plan=plan)
         async with aclosing(self._drive(run, plan.prompt, keep=history is None)) as events:
             async for event in events:
                 yield event
+
+    async def approve(
+        self,
+        decisions: Mapping[str, Decision],
+        *,
+        history: Sequence[Message] | None = None,
+        pending: ApprovalRequest | None = None,
+        dispatcher: AgentEventDispatcher | None = None,
+    ) -> AssistantMessage:
+        """Answer the calls waiting for approval and go on: approved calls run,
+        denied ones get an error result with the reason, then the model gets its
+        turn. ``decisions`` holds one :class:`~zett_agent.approvals.Decision` per
+        pending call id. Returns the final message (which may wait for approval
+        again: see ``pending_approval``).
+
+        ``pending`` and ``history`` default to ``pending_approval`` and
+        ``messages``. Raises :class:`~zett_agent.errors.ResumeError` when nothing
+        waits, ``ValueError`` when a pending call has no decision or a decision
+        names no pending call (before anything runs)."""
+        events = self.approve_stream(decisions, history=history, pending=pending)
+        return await final_message(events, dispatcher)
+
+    async def approve_stream(
+        self,
+        decisions: Mapping[str, Decision],
+        *,
+        history: Sequence[Message] | None = None,
+        pending: ApprovalRequest | None = None,
+        on_message: Callable[[Message], Any] | None = None,
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """:meth:`approve`, yielding events as :meth:`stream` does."""
+        request = pending if pending is not None else self.pending_approval
+        if request is None:
+            raise ResumeError("no tool calls are waiting for approval")
+        decided_results(request, decisions)  # ValueError before anything runs
+        messages = list(self.messages if history is None else history)
+        run = _Run(self, messages, on_message, decided=(request, dict(decisions)))
+        if history is None:
+            self.pending_approval = None
+        async with aclosing(self._drive(run, None, keep=history is None)) as events:
+            async for event in events:
+                yield event
+
+    def _check_no_pending(self) -> None:
+        if self.pending_approval is not None:
+            names = ", ".join(c.name for c in self.pending_approval.calls)
+            raise PendingApprovalError(
+                f"tool calls wait for approval ({names}): answer them with approve() first",
+                self.pending_approval.calls,
+            )
 
     async def _drive(
         self, run: _Run, prompt: str | None, *, keep: bool
@@ -231,6 +302,7 @@ class Agent:
         finally:
             if keep:
                 self.messages = run.conversation.messages
+                self.pending_approval = run.pending
 
 
 async def create_agent(

@@ -49,13 +49,15 @@ class Tool:
     """A function the model may call.
 
     ``arguments`` is the pydantic model that validates the call's arguments;
-    ``spec`` is what is sent to the provider.
+    ``spec`` is what is sent to the provider. ``requires_approval``: each call
+    waits for a person's decision (:mod:`zett_agent.approvals`).
     """
 
     name: str
     description: str
     function: Callable[..., Any]
     arguments: type[BaseModel]
+    requires_approval: bool = False
 
     @cached_property
     def spec(self) -> ToolSpec:

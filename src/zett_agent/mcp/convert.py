@@ -61,8 +61,8 @@ class MCPTool(Tool):
     checked against it before the server is called), ``protocol`` the wire
     protocol whose rules the sent schema follows (None: all of them),
     ``timeout`` the most seconds one call may take, ``max_result_chars`` the
-    longest result text. ``approval``: the call waits for a person's approval
-    (see the README, "Approving tool calls").
+    longest result text. ``requires_approval`` (from the server's ``approval``):
+    each call waits for a person's decision (:mod:`zett_agent.approvals`).
     """
 
     server_name: str = ""
@@ -123,6 +123,7 @@ def make_tool(
     protocol: str | None,
     timeout: float,
     max_result_chars: int,
+    requires_approval: bool = False,
 ) -> MCPTool:
     """The native tool for the server's ``tool``, offered as ``name``."""
     description = tool.description or tool.title or tool.name
@@ -131,6 +132,7 @@ def make_tool(
         description=description,
         function=_not_called,
         arguments=_AnyArguments,
+        requires_approval=requires_approval,
         server_name=tool.name,
         server=server,
         input_schema=dict(tool.input_schema),

@@ -148,6 +148,7 @@ class MCPTools(Extension):
                     protocol=self.protocol,
                     timeout=server.timeout,
                     max_result_chars=server.max_result_chars,
+                    requires_approval=server.needs_approval(tool.name),
                 )
         self.tools = tools
 

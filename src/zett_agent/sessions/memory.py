@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from zett_agent.messages import Message
+from zett_agent.approvals import SessionEntry
 from zett_agent.sessions.base import (
     SCHEMA_VERSION,
     SessionInfo,
@@ -31,7 +31,7 @@ class InMemorySessionStore(SessionStore):
         self._sessions: dict[str, list[_Row]] = {}
 
     async def append(
-        self, session_id: str, message: Message, *, replaces: int | None = None
+        self, session_id: str, message: SessionEntry, *, replaces: int | None = None
     ) -> int:
         data = encode_message(session_id, message)
         rows = self._sessions.setdefault(session_id, [])

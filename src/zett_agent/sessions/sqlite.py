@@ -29,8 +29,8 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
+from zett_agent.approvals import SessionEntry
 from zett_agent.errors import SessionStoreError
-from zett_agent.messages import Message
 from zett_agent.sessions.base import (
     SCHEMA_VERSION,
     SessionInfo,
@@ -92,7 +92,7 @@ class SQLiteSessionStore(SessionStore):
     # ------------------------------------------------------------ the interface
 
     async def append(
-        self, session_id: str, message: Message, *, replaces: int | None = None
+        self, session_id: str, message: SessionEntry, *, replaces: int | None = None
     ) -> int:
         data = encode_message(session_id, message)
         return await self._run(self._append, session_id, data, replaces)

@@ -52,6 +52,7 @@ _EXIT_MEANING = {
     "interrupted": "the provider or the connection ended the answer",
     "max_turns": "--max-turns model calls were used up",
     "other": "another abnormal stop (unknown reason, unfinished pause)",
+    "approval": "tool calls wait for approval and nobody could answer (no terminal, no --yes)",
     "cancelled": "Ctrl-C or SIGTERM",
 }
 _EXIT_TABLE = "\n\n".join(
@@ -126,6 +127,16 @@ def run(
             "or an http(s):// URL. Repeatable. Needs the 'mcp' extra."
         ),
     ] = None,
+    require_approval: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Tools whose calls wait for your approval: names joined by commas, "
+            "or all. Asked y/N on a terminal."
+        ),
+    ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Approve every call that waits for approval.")
+    ] = False,
 ) -> None:
     try:
         offered = select_demo_tools(tools)
@@ -144,6 +155,8 @@ def run(
         system=system,
         tool_choice=tool_choice,
         mcp=tuple(mcp or ()),
+        require_approval=tuple(require_approval or ()),
+        yes=yes,
     )
     previous = signal.signal(signal.SIGTERM, _interrupt)  # clean up (a local server) on kill
     try:

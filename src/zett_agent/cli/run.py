@@ -20,6 +20,7 @@ from rich.panel import Panel
 from rich.status import Status
 from rich.text import Text
 
+from zett_agent.cli.approvals import Asker, approval_policy, approval_rounds
 from zett_agent.cli.mcp_tools import mcp_tools
 from zett_agent.errors import ZettError
 from zett_agent.events import AgentEvent, AgentEventType
@@ -41,6 +42,7 @@ EXIT_CODES: Mapping[str, int] = {
     "interrupted": 6,
     "max_turns": 7,
     "other": 8,
+    "approval": 9,
     "cancelled": 130,
 }
 """Exit status of ``zett run`` by how the run ended. ``ok`` is a normal end (the
@@ -82,6 +84,8 @@ class RunOptions:
     system: str | None = None
     tool_choice: str | None = None
     mcp: Sequence[str] = ()  # --mcp: MCP server command lines or URLs
+    require_approval: Sequence[str] = ()  # --require-approval: tool names or "all"
+    yes: bool = False  # --yes: approve every call that waits
 
 
 class _Printer:
@@ -223,6 +227,7 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
         config: dict[str, Any] = {
             "instructions": options.system,
             "tool_choice": options.tool_choice,
+            "approval": approval_policy(options.require_approval),
         }
         if options.max_tokens is not None:
             config["max_tokens"] = options.max_tokens
@@ -231,9 +236,15 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
         agent = await create_agent(
             model, config=AgentRunConfig("zett-run", **config), tools=list(options.tools)
         )
+        asker = Asker(err, yes=options.yes)
         async with mcp_tools(options.mcp, agent):
-            async for event in agent.stream(options.prompt):
+            events = approval_rounds(agent.stream(options.prompt), agent.approve_stream, asker)
+            async for event in events:
                 printer.handle(event)
+        if asker.waiting is not None:
+            names = ", ".join(call.name for call in asker.waiting.calls)
+            err.print(Text(f"⏸ waiting for approval: {names} (use --yes or a terminal)"))
+            return EXIT_CODES["approval"]
     except ZettError as error:
         printer.stop_waiting()
         if printer.failed:  # RUN_FAILED already said it

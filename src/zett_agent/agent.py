@@ -18,6 +18,11 @@ END_TURN,      run tools if any, else complete (a stop hook may veto)
 TOOL_USE
 =============  ==========================================================
 
+Tool calls that wait for a person's approval (a tool's ``requires_approval``, or
+``AgentRunConfig.approval``): the answer's other calls run, then the run ends with
+them pending (``RUN_COMPLETED.approval``, :attr:`Agent.pending_approval`) until
+:meth:`Agent.approve` answers them (:mod:`zett_agent.approvals`).
+
 Cancelled (a cancel scope, task cancellation, or the consumer closing
 ``agent.stream``) while a model call streams: the output received so far (maybe
 none) is stored as an answer with stop INTERRUPTED, ``detail["cancelled"] =

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
@@ -272,3 +273,22 @@ async def test_a_stored_session_reopened_by_a_fresh_store_keeps_the_pending_call
         rows = await store.rows("s1")
     assert isinstance(rows[-1].message, ApprovalRequest)
     assert rows[-1].message.calls[0].arguments == '{"path": "/tmp/x"}'
+
+
+async def test_the_request_is_stored_even_when_the_consumer_stops_at_the_announcement(
+    tmp_path: Path,
+) -> None:
+    with ReplayServer([tool_reply(*TWO_CALLS)]) as server:
+        agent = await create_agent(
+            model_for(server), tools=[requires_approval(delete_file), read_file]
+        )
+        async with AgentClient(agent, tmp_path / "s.sqlite3", session_id="s1") as client:
+            async with aclosing(client.stream("clean up")) as events:
+                async for event in events:
+                    if event.type is E.TOOL_APPROVAL_REQUESTED:
+                        break
+            pending = await client.pending_approval()
+            rows = await client.store.rows("s1")
+        await agent.aclose()
+    assert pending is not None and pending.ids == ["c1"]
+    assert sum(isinstance(row.message, ApprovalRequest) for row in rows) == 1

@@ -110,6 +110,7 @@ class AgentClient:
         self.store: SessionStore = store
         self.session_id = session_id or new_session_id()
         self._locks: dict[str, anyio.Lock] = {}
+        self._stored_approval: dict[str, ApprovalRequest] = {}
 
     async def aclose(self) -> None:
         """Close the store if the client made it. The agent is left open."""
@@ -240,8 +241,14 @@ class AgentClient:
         return pending_request([row.message for row in rows])
 
     async def _keep_approval(self, session_id: str, event: AgentEvent) -> None:
-        if event.type is AgentEventType.RUN_COMPLETED and event.approval is not None:
-            await self.store.append(session_id, event.approval)
+        """Store a run's approval request once, at its first announcement (so a
+        consumer that stops reading there still leaves it stored)."""
+        if event.approval is None or event.type is not AgentEventType.TOOL_APPROVAL_REQUESTED:
+            return
+        if self._stored_approval.get(session_id) is not event.approval:
+            self._stored_approval[session_id] = event.approval
+            with anyio.CancelScope(shield=True):
+                await self.store.append(session_id, event.approval)
 
     # ------------------------------------------------------------ sessions
 

@@ -73,8 +73,9 @@ class AgentEvent:
         message: the assistant message (MODEL_COMPLETED, MODEL_STOPPED, RUN_COMPLETED).
         error: the exception that ended the run (RUN_FAILED).
         approval: the calls waiting for a person's approval (RUN_COMPLETED of a
-            run that ended for that; None otherwise): the run-level outcome
-            "awaiting approval", apart from why the model stopped.
+            run that ended for that, and each TOOL_APPROVAL_REQUESTED; None
+            otherwise): the run-level outcome "awaiting approval", apart from why
+            the model stopped.
     """
 
     type: AgentEventType

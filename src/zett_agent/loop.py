@@ -338,7 +338,7 @@ class _Run:
         if waiting:
             self.pending = ApprovalRequest(tuple(waiting), self.run_id)
             for call in waiting:
-                yield self.event(_E.TOOL_APPROVAL_REQUESTED, tool_call=call)
+                yield self.event(_E.TOOL_APPROVAL_REQUESTED, tool_call=call, approval=self.pending)
 
     def _waiting(self, answer: AssistantMessage) -> list[ToolCall]:
         """The calls of ``answer`` that wait for approval. A call whose arguments

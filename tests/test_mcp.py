@@ -271,6 +271,28 @@ async def test_list_changed_refreshes_the_tools_before_the_next_request(
     assert result["content"] == "late tool ran"
 
 
+async def test_list_changed_over_the_2026_protocol_listen_stream(log: Path, tmp_path: Path) -> None:
+    need_mcp()
+    from zett_agent.mcp import MCPServer, MCPTools
+
+    server = MCPServer.stdio(
+        *counting_command(),
+        env={"ZETT_MCP_CALLS": str(log)},
+        mode="auto",
+        log=open(tmp_path / "server.log", "w"),  # noqa: SIM115
+    )
+    replies = [
+        tool_reply(("c1", "grow", "{}")),
+        tool_reply(("c2", "late", "{}")),
+        text_reply("done"),
+    ]
+    async with MCPTools([server]) as tools:
+        assert tools.connections[0]._client.protocol_version >= "2026-07-28"
+        _, replay = await run_with(tools, replies)
+    assert "late" in {t["name"] for t in replay.requests[1].json["tools"]}
+    assert [c["tool"] for c in calls_in(log)] == ["grow", "late"]
+
+
 async def test_allow_deny_prefix_and_collisions(log: Path, tmp_path: Path) -> None:
     need_mcp()
     from zett_agent.mcp import MCPServer, MCPTools

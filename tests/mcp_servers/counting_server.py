@@ -100,7 +100,10 @@ async def grow(ctx: Context) -> str:
         return "late tool ran"
 
     server.add_tool(late)
-    await ctx.session.send_tool_list_changed()
+    if (ctx.protocol_version or "") >= "2026-07-28":
+        await ctx.notify_tools_changed()  # to subscriptions/listen streams
+    else:
+        await ctx.session.send_tool_list_changed()
     return "added the tool late"
 
 

@@ -15,6 +15,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+import anyio
 import mcp_types
 
 from zett_agent.errors import ConfigError
@@ -46,7 +47,8 @@ class MCPServer:
             or True for all of them.
         mode: the ``mcp`` client's protocol negotiation (``"legacy"``: the
             ``initialize`` handshake every server speaks; ``"auto"``: probe for
-            the 2026-07-28 protocol first).
+            the 2026-07-28 protocol first, where list changes come over a
+            ``subscriptions/listen`` stream that zett keeps open).
         log: where a stdio server's stderr goes (None: this process's stderr).
     """
 
@@ -162,6 +164,28 @@ class Connection:
         self._client = client
         info = client.server_info
         self.name = info.name if info is not None else ""
+        await self._listen_for_changes(client, stack)
+
+    async def _listen_for_changes(self, client: Any, stack: AsyncExitStack) -> None:
+        """On a 2026-07-28 connection list changes arrive only on a
+        ``subscriptions/listen`` stream: keep one open in a task that closes with
+        ``stack`` (never raising into the run; a lost stream just stops refreshes)."""
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return  # earlier versions send notifications/tools/list_changed
+        group = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(group.cancel_scope.cancel)  # runs first: the task group then exits
+
+        async def listen() -> None:
+            try:
+                async with client.listen(tools_list_changed=True) as subscription:
+                    async for _ in subscription:
+                        self.changed = True
+            except Exception:  # the server went away or does not honour it
+                return
+
+        group.start_soon(listen)
 
     async def _transport(self, stack: AsyncExitStack) -> Any:
         from mcp.client.stdio import StdioServerParameters, stdio_client

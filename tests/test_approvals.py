@@ -292,3 +292,23 @@ async def test_the_request_is_stored_even_when_the_consumer_stops_at_the_announc
         await agent.aclose()
     assert pending is not None and pending.ids == ["c1"]
     assert sum(isinstance(row.message, ApprovalRequest) for row in rows) == 1
+
+
+async def test_a_second_round_of_approval_is_its_own_request(tmp_path: Path) -> None:
+    first = tool_reply(("c1", "delete_file", '{"path": "/a"}'))
+    second = tool_reply(("c2", "delete_file", '{"path": "/b"}'))
+    with ReplayServer([first, second, text_reply("Both gone.")]) as server:
+        agent = await create_agent(model_for(server), tools=[requires_approval(delete_file)])
+        async with AgentClient(agent, tmp_path / "s.sqlite3", session_id="s1") as client:
+            await client.run("delete both")
+            await client.approve("s1", {"c1": approve()})
+            pending = await client.pending_approval()
+            assert pending is not None and pending.ids == ["c2"]
+            with pytest.raises(ValueError, match="no pending call c1"):
+                await client.approve("s1", {"c1": approve(), "c2": approve()})
+            final = await client.approve("s1", {"c2": approve()})
+            rows = await client.store.rows("s1")
+        await agent.aclose()
+    assert RAN == ["delete /a", "delete /b"] and final.text == "Both gone."
+    decisions = [row.message for row in rows if isinstance(row.message, ApprovalDecision)]
+    assert [list(d.decisions) for d in decisions] == [["c1"], ["c2"]]

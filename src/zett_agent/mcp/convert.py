@@ -207,7 +207,8 @@ def _schema_problem(schema: Mapping[str, Any], arguments: dict[str, Any]) -> str
     return f"{where}: {error.message[:300]}"
 
 
-def _not_called(**_: Any) -> None:
+async def _not_called(**_: Any) -> None:
+    """The ``function`` of an MCPTool (async: the call is not run in a thread)."""
     raise AssertionError("an MCP tool is run through MCPTool.call")
 
 

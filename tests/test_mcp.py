@@ -374,3 +374,22 @@ async def test_an_mcp_tool_that_needs_approval_reaches_the_server_only_once_appr
             await agent.aclose()
     assert [c["tool"] for c in calls_in(log)] == ["weather", "add"]
     assert final.text == "2"
+
+
+async def test_http_headers_reach_the_server_and_a_401_is_a_config_error() -> None:
+    need_mcp()
+    from zett_agent.mcp import MCPServer, MCPTools
+    from zett_agent.testing import Reply
+
+    denied = Reply.json({"error": "unauthorized"}, status=401)
+    with ReplayServer([denied]) as replay:
+        url = f"{replay.url}/mcp"
+        server = MCPServer.http(url, headers={"Authorization": "Bearer t0k"}, connect_timeout=5)
+        with anyio.fail_after(20), pytest.raises(ConfigError, match="could not be started"):
+            async with MCPTools([server]):
+                pass
+    first = replay.requests[0]
+    assert first.method == "POST" and first.path == "/mcp"
+    headers = {k.lower(): v for k, v in first.headers.items()}
+    assert headers["authorization"] == "Bearer t0k"
+    assert first.json["method"] == "initialize"

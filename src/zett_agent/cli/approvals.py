@@ -64,6 +64,7 @@ class Asker:
     interactive: bool = field(default_factory=lambda: sys.stdin is not None and sys.stdin.isatty())
     ask: Callable[[str], str] = input
     waiting: ApprovalRequest | None = None
+    session_id: str | None = None  # the stored session the run belongs to, if any
 
     async def decide(self, request: ApprovalRequest) -> dict[str, Decision] | None:
         if self.yes:
@@ -80,6 +81,23 @@ class Asker:
             approved = answer.strip().lower() in {"y", "yes"}
             decisions[call.id] = approve() if approved else deny(DENIED_AT_TERMINAL)
         return decisions
+
+    def report_waiting(self, db: object = None) -> int:
+        """Say which calls wait (and the session to decide them in); the exit status."""
+        assert self.waiting is not None
+        names = ", ".join(call.name for call in self.waiting.calls)
+        self.err.print(Text(f"⏸ waiting for approval: {names}", style="bold yellow"))
+        if self.session_id is not None and db is not None:
+            self.err.print(f"session {self.session_id}", highlight=False)
+            self.err.print(
+                f"decide with: zett sessions resume {self.session_id} --db {db} --yes "
+                "(or on a terminal, without --yes)",
+                highlight=False,
+                soft_wrap=True,
+            )
+        else:
+            self.err.print("run on a terminal to be asked, or with --yes", highlight=False)
+        return APPROVAL_EXIT
 
     def _show(self, call: ToolCall, note: str) -> None:
         line = Text.assemble(("⏸ ", "yellow"), (describe_call(call), "bold yellow"))

@@ -242,9 +242,7 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
             async for event in events:
                 printer.handle(event)
         if asker.waiting is not None:
-            names = ", ".join(call.name for call in asker.waiting.calls)
-            err.print(Text(f"⏸ waiting for approval: {names} (use --yes or a terminal)"))
-            return EXIT_CODES["approval"]
+            return asker.report_waiting()
     except ZettError as error:
         printer.stop_waiting()
         if printer.failed:  # RUN_FAILED already said it

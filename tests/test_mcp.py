@@ -393,3 +393,18 @@ async def test_http_headers_reach_the_server_and_a_401_is_a_config_error() -> No
     headers = {k.lower(): v for k, v in first.headers.items()}
     assert headers["authorization"] == "Bearer t0k"
     assert first.json["method"] == "initialize"
+
+
+async def test_leaving_the_block_takes_the_tools_out_of_the_agent(counting: Any) -> None:
+    def own() -> str:
+        """The agent's own tool."""
+        return "own"
+
+    agent = await create_agent(
+        Model("anthropic", "m", base_url="http://127.0.0.1:9", api_key="k"), tools=[own]
+    )
+    counting.attach(agent)
+    assert {"own", "add"} <= set(agent.tools)
+    await counting.__aexit__(None, None, None)
+    assert set(agent.tools) == {"own"}
+    await agent.aclose()

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 import mcp_types
 
+from zett_agent.errors import ConfigError
 from zett_agent.extensions import Extension
 from zett_agent.protocols.base import ModelRequest
 from zett_agent.tools import Tool
@@ -70,18 +71,31 @@ class MCPTools(Extension):
         self._previous: set[str] = set()  # tool names before the last renaming
 
     async def __aenter__(self) -> MCPTools:
+        connections: list[Connection] = []
         async with AsyncExitStack() as stack:
             for server in self.servers:
                 connection = Connection(server)
                 await connection.open(stack)
-                self.connections.append(connection)
-            await self.refresh(force=True)
+                try:
+                    self._listed[id(connection)] = await connection.list_tools()
+                except Exception as error:
+                    raise ConfigError(
+                        f"MCP server {server.label}: listing its tools failed: "
+                        f"{type(error).__name__}: {error}"
+                    ) from error
+                connections.append(connection)
+            self.connections = connections
+            self._rename()
+            self._install()
             self._stack = stack.pop_all()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        """Stop the servers; their tools leave the attached agents' tables."""
         stack, self._stack = self._stack, None
         self.connections = []
+        self.tools = {}
+        self._install()
         if stack is not None:
             await stack.aclose()
 
@@ -100,8 +114,7 @@ class MCPTools(Extension):
     async def refresh(self, *, force: bool = False) -> bool:
         """List the tools again of each server that said its list changed (of all
         servers with ``force``); True when any was listed. A server that fails to
-        list keeps its previous tools (their calls then get error results), except
-        with ``force``, where the error propagates."""
+        list keeps its previous tools (their calls then get error results)."""
         stale = [c for c in self.connections if force or c.changed]
         if not stale:
             return False
@@ -109,8 +122,6 @@ class MCPTools(Extension):
             try:
                 self._listed[id(connection)] = await connection.list_tools()
             except Exception:
-                if force:
-                    raise
                 connection.changed = False
         self._rename()
         self._install()

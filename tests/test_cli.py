@@ -49,7 +49,7 @@ def test_inspect_json_shape_for_a_streamed_refusal() -> None:
     assert code == 0
     assert list(record) == [
         "reason", "raw", "category", "message", "recommended_model", "detail",
-        "text", "tool_calls", "withheld_tool_calls",
+        "text", "tool_calls", "withheld_tool_calls", "cut_tool_calls",
     ]  # fmt: skip
     assert record["reason"] == "refusal"
     assert record["raw"] == "stop"
@@ -66,7 +66,7 @@ def test_inspect_normal_end_reports_its_reason() -> None:
     assert record["reason"] == "tool_use"
     assert [c["name"] for c in record["tool_calls"]] == ["GetWeatherArgs", "get_stock_price"]
     for call in record["tool_calls"]:
-        assert set(call) == {"id", "name", "arguments"}
+        assert set(call) == {"id", "name", "arguments", "closed"} and call["closed"] is True
         json.loads(call["arguments"])
 
 
@@ -446,3 +446,28 @@ def test_inspect_responses_error_stream_without_output_is_an_error() -> None:
     path = RECORDINGS / "openai_responses__stream_error_then_response_failed.sse"
     result = runner.invoke(app, ["inspect", "--provider", "openai-responses", str(path)])
     assert result.exit_code == 1
+
+
+# ---------------------------------------------------------------- inspect: cut tool calls
+
+CUT_CASES = Path(__file__).parent / "cases" / "cut-tool-calls"
+
+
+def test_inspect_max_tokens_applies_the_loop_rule_and_shows_cut_calls() -> None:
+    """Issue 11: the label says tools over cut arguments and the output tokens equal the
+    requested maximum: MAX_OUTPUT with raw kept; without --max-tokens the label stands."""
+    path = str(CUT_CASES / "openai_tool_calls_label_unterminated_args.sse")
+    _, record = inspect_json("--provider", "openai", "--max-tokens", "24", path)
+    assert (record["reason"], record["raw"]) == ("max_output", "tool_calls")
+    assert record["cut_tool_calls"] == ["write_file"]
+    assert [c["closed"] for c in record["tool_calls"]] == [False]
+    _, plain = inspect_json("--provider", "openai", path)
+    assert (plain["reason"], plain["cut_tool_calls"]) == ("tool_use", [])
+
+
+def test_inspect_json_names_a_call_the_wire_never_closed() -> None:
+    path = str(CUT_CASES / "anthropic_tool_block_never_closed.sse")
+    _, record = inspect_json("--provider", "anthropic", path)
+    assert (record["reason"], record["raw"]) == ("max_output", "max_tokens")
+    assert record["cut_tool_calls"] == ["delete_all"]
+    assert record["tool_calls"][0]["closed"] is False

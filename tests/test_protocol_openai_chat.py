@@ -464,8 +464,8 @@ REFUSALS = [
         "openrouter",
         "openrouter__moderation_403_testderived.json",
         403,
-        "moderation",  # a list of reasons is no code: raw is the category
-        "moderation",
+        "403",  # raw: the provider's own error.code; a list of reasons is no code
+        "harassment",  # metadata.reasons, joined
         "meta-llama/llama-3-70b requires moderation on OpenRouter."
         ' Your input was flagged for "harassment".',
     ),
@@ -473,8 +473,8 @@ REFUSALS = [
         "openrouter",
         "openrouter__doc_403_guardrail_patterns.json",
         403,
-        "guardrail",
-        "guardrail",
+        "403",
+        "ignore all previous instructions",  # metadata.patterns, joined
         "Request blocked: prompt injection patterns detected",
     ),
     (
@@ -506,7 +506,7 @@ REFUSALS = [
         "deepseek",
         "deepseek__400_content_exists_risk.json",
         400,
-        "Content Exists Risk",
+        "invalid_request_error",  # the matched message is prose: error.code is raw
         "Content Exists Risk",
         "Content Exists Risk",
     ),
@@ -527,12 +527,12 @@ REFUSALS = [
         "The response was filtered due to the prompt triggering"
         " Azure OpenAI's content management policy.",
     ),
-    # the error is prose (with an API key id in it): raw is the category it names
+    # the error is prose (with an API key id in it): no code, raw is None
     (
         "xai",
         "xai__403_safety_check_bio.json",
         403,
-        "SAFETY_CHECK_TYPE_BIO",
+        None,
         "SAFETY_CHECK_TYPE_BIO",
         None,
     ),
@@ -555,8 +555,7 @@ async def test_refusal_sent_as_http_error(
     info = response.stop_info
     assert info.reason is R.REFUSAL
     assert info.category == category
-    if raw is not None:
-        assert info.raw == raw
+    assert info.raw == raw  # the provider's own value or None, never made up
     if message is not None:
         assert info.message == message
     assert info.message

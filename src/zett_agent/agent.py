@@ -81,7 +81,14 @@ from zett_agent.loop import MAX_TURNS_RAW, Step, _Run
 from zett_agent.messages import AssistantMessage, Message
 from zett_agent.models import ModelClient, resolve_model
 from zett_agent.resume import CONTINUE_PROMPT, plan_resume
-from zett_agent.tools import Tool, as_tool
+from zett_agent.tools import (
+    DEFAULT_MAX_TOOL_ARGUMENT_CHARS,
+    DEFAULT_MAX_TOOL_CALLS,
+    DEFAULT_MAX_TOOL_RESULT_CHARS,
+    DEFAULT_TOOL_TIMEOUT,
+    Tool,
+    as_tool,
+)
 
 __all__ = ["MAX_TURNS_RAW", "Agent", "AgentRunConfig", "Step", "create_agent"]
 
@@ -113,6 +120,15 @@ class AgentRunConfig:
             True makes the call wait for a person's approval
             (:mod:`zett_agent.approvals`). Tools with ``requires_approval`` always
             wait.
+        tool_timeout: seconds a tool call may run when the tool sets no
+            ``timeout`` of its own (None: no limit); an overrun is answered with
+            an error result and the run goes on.
+        max_tool_calls: tool calls run per answer (None: all); later calls are
+            answered with an error result.
+        max_tool_argument_chars: longest argument JSON of a call that runs, in
+            characters (None: no limit).
+        max_tool_result_chars: longest tool result sent to the model, in
+            characters; a longer one is cut and says so (None: no limit).
     """
 
     name: str = "agent"
@@ -127,6 +143,10 @@ class AgentRunConfig:
     telemetry: bool = True
     tracer_provider: Any = None
     approval: ApprovalPolicy | None = None
+    tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT
+    max_tool_calls: int | None = DEFAULT_MAX_TOOL_CALLS
+    max_tool_argument_chars: int | None = DEFAULT_MAX_TOOL_ARGUMENT_CHARS
+    max_tool_result_chars: int | None = DEFAULT_MAX_TOOL_RESULT_CHARS
 
 
 class Agent:

@@ -55,7 +55,7 @@ from zett_agent.sessions import (
     StoredRow,
     live_rows,
 )
-from zett_agent.sessions.base import messages_of
+from zett_agent.sessions.base import check_session_id, messages_of
 
 __all__ = ["AgentClient", "new_session_id"]
 
@@ -88,7 +88,8 @@ class AgentClient:
             None: an :class:`InMemorySessionStore`, gone with the process (pass a
             path to keep sessions).
         session_id: the session used when a call names none; default a new id
-            from :func:`new_session_id`, kept in :attr:`session_id`.
+            from :func:`new_session_id`, kept in :attr:`session_id`. An empty id
+            (here or in a call) raises :class:`~zett_agent.errors.SessionStoreError`.
 
     A store the client made from a path (or the default one) is closed by
     :meth:`aclose`; a store passed in is the caller's to close.
@@ -108,7 +109,7 @@ class AgentClient:
         elif not isinstance(store, SessionStore):
             store = SQLiteSessionStore(store)
         self.store: SessionStore = store
-        self.session_id = session_id or new_session_id()
+        self.session_id = new_session_id() if session_id is None else check_session_id(session_id)
         self._locks: dict[str, anyio.Lock] = {}
         self._stored_approval: dict[str, ApprovalRequest] = {}
 
@@ -134,7 +135,7 @@ class AgentClient:
         ``contextlib.aclosing``) when leaving early: that cancels the run and stores
         the text received so far.
         """
-        sid = session_id or self.session_id
+        sid = self._sid(session_id)
         async with self._session(sid) as rows:
             _check_no_pending(sid, rows)
             append = partial(self.store.append, sid)
@@ -169,7 +170,7 @@ class AgentClient:
         cut-off row itself stays. Raises :class:`~zett_agent.errors.ResumeError`
         before anything is sent when the session cannot be resumed.
         """
-        sid = session_id or self.session_id
+        sid = self._sid(session_id)
         async with self._session(sid) as rows:
             _check_no_pending(sid, rows)
             rows = [
@@ -207,7 +208,7 @@ class AgentClient:
         :class:`~zett_agent.errors.ResumeError` when nothing waits, ``ValueError``
         when a pending call has no decision or a decision names no pending call
         (nothing is stored then)."""
-        sid = session_id or self.session_id
+        sid = self._sid(session_id)
         async with self._session(sid) as rows:
             request = pending_request([row.message for row in rows])
             if request is None:
@@ -237,7 +238,7 @@ class AgentClient:
 
     async def pending_approval(self, session_id: str | None = None) -> ApprovalRequest | None:
         """The session's tool calls waiting for approval, or None."""
-        rows = await self.store.rows(session_id or self.session_id)
+        rows = await self.store.rows(self._sid(session_id))
         return pending_request([row.message for row in rows])
 
     async def _keep_approval(self, session_id: str, event: AgentEvent) -> None:
@@ -254,7 +255,7 @@ class AgentClient:
 
     async def messages(self, session_id: str | None = None) -> list[Message]:
         """The session's conversation as stored."""
-        return await self.store.load(session_id or self.session_id)
+        return await self.store.load(self._sid(session_id))
 
     async def sessions(self) -> list[SessionInfo]:
         """The stored sessions, most recently written first."""
@@ -262,12 +263,17 @@ class AgentClient:
 
     async def delete(self, session_id: str | None = None) -> bool:
         """Delete the session; False when there was none."""
-        return await self.store.delete(session_id or self.session_id)
+        return await self.store.delete(self._sid(session_id))
 
     def new_session(self) -> str:
         """Make a new session id the default for calls that name none, and return it."""
         self.session_id = new_session_id()
         return self.session_id
+
+    def _sid(self, session_id: str | None) -> str:
+        """The session a call names: ``session_id``, or the default when None. An
+        empty id raises :class:`~zett_agent.errors.SessionStoreError`."""
+        return self.session_id if session_id is None else check_session_id(session_id)
 
     @asynccontextmanager
     async def _session(self, session_id: str) -> AsyncIterator[list[StoredRow]]:

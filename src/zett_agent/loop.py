@@ -55,6 +55,7 @@ from zett_agent.protocols.base import (
     StreamEvent,
     TextDelta,
     ToolCallDelta,
+    apply_output_limit,
 )
 from zett_agent.recovery import (
     Action,
@@ -67,7 +68,7 @@ from zett_agent.recovery import (
 from zett_agent.resume import PartialAnswer, ResumePlan, is_cancellation, prefill_rejected
 from zett_agent.stop import StopInfo, StopReason
 from zett_agent.telemetry import Telemetry, log_step
-from zett_agent.tools import ToolRunner
+from zett_agent.tools import ToolRunner, distinct_call_ids
 
 if TYPE_CHECKING:
     from zett_agent.agent import Agent
@@ -133,8 +134,16 @@ class _Run:
         self.span: Any = None
         self.usage = Usage()
         self.tools = ToolRunner(
-            agent.tools, agent.extensions, self.telemetry, self.config.parallel_tools
+            agent.tools,
+            agent.extensions,
+            self.telemetry,
+            self.config.parallel_tools,
+            timeout=self.config.tool_timeout,
+            max_calls=self.config.max_tool_calls,
+            max_argument_chars=self.config.max_tool_argument_chars,
+            max_result_chars=self.config.max_tool_result_chars,
         )
+        self.answered: dict[str, ToolResultMessage] = {}  # by call id: calls not to run
 
     # ------------------------------------------------------------ the loop
 
@@ -244,7 +253,7 @@ class _Run:
             async with aclosing(call.model.stream(call.request)) as stream:
                 async for item in stream:
                     if isinstance(item, ModelResponse):
-                        call.response = item
+                        call.response = apply_output_limit(item, call.request.max_tokens)
                         continue
                     received.add(item)
                     yield self._delta(item)
@@ -289,6 +298,7 @@ class _Run:
         if call.error is None:
             for extension in self.agent.extensions:
                 await _maybe_await(extension.after_model(response))
+        response, self.answered = distinct_call_ids(response)  # repeated ids: not run
         message = response.to_message(call.model.provider)
         answer = await self.conversation.add_answer(message, self.agent.model)
         self.usage = self.usage + answer.usage
@@ -309,8 +319,9 @@ class _Run:
     async def _run_tools(
         self, answer: AssistantMessage, *, decided: bool = False
     ) -> AsyncIterator[AgentEvent]:
-        """Run the answer's tool calls; store and report the results in the calls'
-        order. Cancelled while tools run: the results that finished are stored, and
+        """Run the answer's tool calls; store every result, then report them, in the
+        calls' order (so a consumer that stops listening after one report loses
+        none). Cancelled while tools run: the results that finished are stored, and
         each unfinished call gets a result saying the run was cancelled during it.
         Calls that wait for approval (not when ``decided``) are not run: they are
         announced after the others and left in ``self.pending``."""
@@ -322,7 +333,7 @@ class _Run:
         calls = answer.tool_calls
         for call in calls:
             yield self.event(_E.TOOL_CALL_STARTED, tool_call=call)
-        results: list[ToolResultMessage | None] = [None] * len(calls)
+        results: list[ToolResultMessage | None] = [self.answered.get(c.id) for c in calls]
         try:
             await self.tools.run(answer, self.span, results)
         except BaseException as exc:
@@ -331,9 +342,11 @@ class _Run:
                     for call, result in zip(calls, results, strict=True):
                         await self.conversation.add(result or _cancelled_during(call))
             raise
-        for call, result in zip(calls, results, strict=True):
-            assert result is not None
+        done = [result for result in results if result is not None]
+        assert len(done) == len(calls)
+        for result in done:
             await self.conversation.add(result)
+        for call, result in zip(calls, done, strict=True):
             yield self.event(_E.TOOL_CALL_COMPLETED, tool_call=call, tool_result=result)
         if waiting:
             self.pending = ApprovalRequest(tuple(waiting), self.run_id)

@@ -10,6 +10,7 @@ assistant message with no ``stop`` key loads with ``stop is None``.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias
@@ -19,6 +20,8 @@ from pydantic import TypeAdapter, ValidationError
 from zett_agent.stop import AgentStopError, StopInfo
 
 __all__ = [
+    "MAX_JSON_DEPTH",
+    "TOO_DEEP",
     "AssistantMessage",
     "Message",
     "SystemMessage",
@@ -26,11 +29,113 @@ __all__ = [
     "ToolResultMessage",
     "Usage",
     "UserMessage",
+    "json_too_deep",
+    "loads_json",
     "message_from_dict",
     "message_to_dict",
     "messages_from_json",
     "messages_to_json",
+    "storable_json",
 ]
+
+MAX_JSON_DEPTH = 100
+"""The deepest nesting of JSON arrays and objects a message keeps: tool arguments
+deeper than this are not run (the call is answered with an error), and a provider
+record or stop detail has its deeper parts replaced by :data:`TOO_DEEP` (see
+:func:`storable_json`), so every
+message can be stored, loaded and sent again (Python's ``json`` and pydantic stop
+at a few hundred to a thousand levels, depending on the stack in use)."""
+
+TOO_DEEP = f"[nested deeper than {MAX_JSON_DEPTH} levels: not kept]"
+"""What takes the place of a JSON value nested deeper than :data:`MAX_JSON_DEPTH`."""
+
+
+def json_too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether ``value`` nests dicts/lists/tuples more than ``limit`` levels deep
+    (``{}`` is one level). Iterative: safe for any depth."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def storable_json(value: Any, limit: int = MAX_JSON_DEPTH) -> Any:
+    """``value`` itself when it can be stored as strict JSON, else a copy (dicts and
+    lists) whose containers nested deeper than ``limit`` levels are replaced by
+    :data:`TOO_DEEP` and whose NaN and infinite floats (Python's ``json`` reads
+    ``NaN`` and ``Infinity``; strict JSON has neither) are None. Iterative: safe
+    for any depth."""
+    if not _unstorable(value, limit):
+        return value
+
+    def fresh(item: Any, depth: int) -> Any:
+        if isinstance(item, float) and not math.isfinite(item):
+            return None
+        if isinstance(item, Mapping):
+            copy: Any = {}
+        elif isinstance(item, list | tuple):
+            copy = []
+        else:
+            return item
+        if depth > limit:
+            return TOO_DEEP
+        work.append((item, copy, depth))
+        return copy
+
+    work: list[tuple[Any, Any, int]] = []
+    top = fresh(value, 1)
+    while work:
+        source, target, depth = work.pop()
+        if isinstance(target, dict):
+            for key, child in source.items():
+                target[key] = fresh(child, depth + 1)
+        else:
+            target.extend(fresh(child, depth + 1) for child in source)
+    return top
+
+
+def _unstorable(value: Any, limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return True
+            continue
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def loads_json(text: str | bytes) -> Any:
+    """``json.loads(text)``, refusing nesting deeper than :data:`MAX_JSON_DEPTH`.
+
+    Raises ``ValueError`` for text that is not JSON and for JSON nested too deep
+    (Python's own ``RecursionError`` included), nothing else.
+    """
+    try:
+        value = json.loads(text)
+    except RecursionError as error:
+        raise ValueError(f"JSON nested deeper than Python can read: {error}") from None
+    if json_too_deep(value):
+        raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    return value
 
 
 @dataclass(frozen=True)
@@ -38,16 +143,22 @@ class ToolCall:
     """One tool call the model asked for.
 
     ``arguments`` is the JSON text exactly as the model wrote it (it may be cut
-    off or invalid when the step stopped at the output limit).
+    off or invalid when the step stopped at the output limit). ``closed`` says
+    whether the wire finished the call (Anthropic ``content_block_stop``, a
+    Responses item with status ``completed``, a Vertex call without a pending
+    ``willContinue``...): a call that is not closed is never run, whatever its
+    arguments look like; the model is answered with the cut-off error result.
     """
 
     id: str
     name: str
     arguments: str = "{}"
+    closed: bool = True
 
     def parsed_arguments(self) -> dict[str, Any]:
-        """The arguments as a dict. Raises ``ValueError`` when they are not a JSON object."""
-        value = json.loads(self.arguments or "{}")
+        """The arguments as a dict. Raises ``ValueError`` when they are not a JSON
+        object, or nest deeper than :data:`MAX_JSON_DEPTH` levels."""
+        value = loads_json(self.arguments or "{}")
         if not isinstance(value, dict):
             raise ValueError(f"tool call arguments are not a JSON object: {self.arguments!r}")
         return value
@@ -146,6 +257,19 @@ class AssistantMessage:
         """A copy with ``changes`` applied."""
         return replace(self, **changes)
 
+    def storable(self) -> AssistantMessage:
+        """This message, or a copy whose ``provider_record`` and ``stop.detail`` are
+        made strict JSON nested at most :data:`MAX_JSON_DEPTH` levels (see
+        :func:`storable_json`), so it can be stored, loaded and sent again."""
+        record = storable_json(self.provider_record)
+        stop = self.stop
+        if stop is not None:
+            detail = storable_json(stop.detail)
+            stop = stop if detail is stop.detail else replace(stop, detail=detail)
+        if record is self.provider_record and stop is self.stop:
+            return self
+        return replace(self, provider_record=record, stop=stop)
+
 
 Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolResultMessage
 Role = Literal["system", "user", "assistant", "tool"]
@@ -160,7 +284,12 @@ _ADAPTER: dict[str, TypeAdapter[Any]] = {role: TypeAdapter(cls) for cls, role in
 
 
 def message_to_dict(message: Message) -> dict[str, Any]:
-    """The JSON-compatible form of ``message``: ``{"role": ..., <fields>}``."""
+    """The JSON-compatible form of ``message``: ``{"role": ..., <fields>}``.
+
+    An assistant message's provider record and stop detail are made storable
+    first (:meth:`AssistantMessage.storable`)."""
+    if isinstance(message, AssistantMessage):
+        message = message.storable()
     role = _ROLE[type(message)]
     body: dict[str, Any] = _ADAPTER[role].dump_python(message, mode="json")
     return {"role": role, **body}
@@ -181,7 +310,7 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
         message: Message = adapter.validate_python(rest)
     except ValidationError as error:
         raise ValueError(f"stored {role} message is invalid: {error}") from error
-    return message
+    return message.storable() if isinstance(message, AssistantMessage) else message
 
 
 def messages_to_json(messages: list[Message]) -> str:

@@ -34,6 +34,7 @@ child did not end normally. A cancelled child gets ``raw == "cancelled"``.
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Callable, Sequence
 from contextlib import aclosing
@@ -135,9 +136,11 @@ class SubAgent:
         self.on_result = on_result
         self.results: list[SubAgentResult] = []
         self.tool: Tool = _SubAgentTool(
-            name, description, self._tool_function, TaskArguments, subagent=self
+            name, description, self._tool_function, TaskArguments, timeout=math.inf, subagent=self
         )
-        """The foreground tool: runs the child and answers with its report."""
+        """The foreground tool: runs the child and answers with its report. It has no
+        timeout (the child's own turn and model-call limits bound it); set one with
+        ``as_tool(subagent.tool, timeout=...)``."""
 
     async def _tool_function(self, task: str) -> str:  # the Tool's function, for completeness
         return (await self.run(task)).report()

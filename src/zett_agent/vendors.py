@@ -171,9 +171,11 @@ _VENDORS: list[Vendor] = [
         "https://openrouter.ai/api/v1",
         key_env=("OPENROUTER_API_KEY",),
         finish_reasons={"error": _R.INTERRUPTED},
+        # moderation 403: metadata.reasons; guardrail 403: metadata.patterns (lists:
+        # the category is their items joined, see match_http_refusal); raw: error.code
         http_refusals=(
-            HTTPRefusal(403, "error.metadata.reasons", category="moderation"),
-            HTTPRefusal(403, "error.metadata.patterns", category="guardrail"),
+            HTTPRefusal(403, "error.metadata.reasons"),
+            HTTPRefusal(403, "error.metadata.patterns"),
         ),
         docs="https://openrouter.ai/docs/api-reference/errors",
     ),
@@ -316,9 +318,16 @@ def dig(data: Any, path: str) -> Any:
 
 def match_http_refusal(vendor: Vendor, status: int, body: Any) -> StopInfo | None:
     """A REFUSAL StopInfo when ``status`` + JSON ``body`` match one of the vendor's
-    :class:`HTTPRefusal` rules, else None. ``raw`` is the matched value when it is
-    a short code, else the category (a list of moderation reasons, or prose, is
-    no code); ``detail`` keeps the status and the error body."""
+    :class:`HTTPRefusal` rules, else None.
+
+    ``raw`` is the provider's own value (seed 002): the matched value when it is a
+    code (an int, or a short string without spaces), else the body's error code or
+    type (``error.code``, ``error.type``, ``code``, ``type``; a string first), else
+    None -- never made up. ``category``: the rule's pattern or fixed category, else
+    the matched value; a list (OpenRouter ``metadata.reasons`` / ``patterns``)
+    becomes its distinct items joined with ``", "`` in the provider's order (the
+    list itself stays in ``detail["error"]``). ``detail`` keeps the status and the
+    error body."""
     for rule in vendor.http_refusals:
         if rule.status != status:
             continue
@@ -327,9 +336,7 @@ def match_http_refusal(vendor: Vendor, status: int, body: Any) -> StopInfo | Non
             continue
         if rule.values and not (isinstance(value, str | int) and str(value) in rule.values):
             continue
-        # raw: the matched value when it is a short code (not a list, not prose)
-        short = isinstance(value, int) or (isinstance(value, str) and len(value) <= 64)
-        raw: str | None = str(value) if short else None
+        raw = _as_code(value) or _error_code(body)
         message = dig(body, rule.message_path)
         message = message if isinstance(message, str) and message else None
         if rule.message_contains and not (
@@ -337,10 +344,10 @@ def match_http_refusal(vendor: Vendor, status: int, body: Any) -> StopInfo | Non
         ):
             continue
         found = re.search(rule.category_pattern, message or "") if rule.category_pattern else None
-        category = (found.group(1) if found else None) or rule.category or raw
+        category = (found.group(1) if found else None) or rule.category or _as_category(value)
         return StopInfo(
             StopReason.REFUSAL,
-            raw=raw or category or f"http_{status}",
+            raw=raw,
             category=category,
             message=message,
             detail={
@@ -349,3 +356,37 @@ def match_http_refusal(vendor: Vendor, status: int, body: Any) -> StopInfo | Non
             },
         )
     return None
+
+
+def _as_code(value: Any) -> str | None:
+    """``value`` as an error code: an int, or a string of at most 64 characters
+    without whitespace (not prose, not a list); else None."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if (
+        isinstance(value, str)
+        and value
+        and len(value) <= 64
+        and not any(c.isspace() for c in value)
+    ):
+        return value
+    return None
+
+
+def _error_code(body: Any) -> str | None:
+    """The error code or type an error body carries (a string code first)."""
+    found = [dig(body, path) for path in ("error.code", "error.type", "code", "type")]
+    strings = [v for v in found if isinstance(v, str)]
+    for value in [*strings, *found]:
+        code = _as_code(value)
+        if code is not None:
+            return code
+    return None
+
+
+def _as_category(value: Any) -> str | None:
+    """A matched value as one category string: a list's distinct items joined."""
+    if isinstance(value, list):
+        items = list(dict.fromkeys(str(v) for v in value if v not in (None, "")))
+        return ", ".join(items) or None
+    return str(value) if value not in (None, "") else None

@@ -17,7 +17,7 @@ from httpx_sse import EventSource, SSEError
 
 from zett_agent.errors import DecodeError, ProviderError, ZettError
 from zett_agent.protocols import get_protocol
-from zett_agent.protocols.base import ModelResponse
+from zett_agent.protocols.base import CUT_TOOL_CALLS, ModelResponse, apply_output_limit
 from zett_agent.stop import StopReason
 from zett_agent.vendors import Vendor
 
@@ -76,8 +76,12 @@ def decode_captured(
     protocol: str | None = None,
     status: int = 200,
     body_format: BodyFormat = "json",
+    max_tokens: int | None = None,
 ) -> ModelResponse:
     """Decode a captured body as the vendor's protocol (or ``protocol``) would.
+
+    ``max_tokens``: the output limit the request asked for, judged as the agent
+    loop does (:func:`~zett_agent.protocols.base.apply_output_limit`).
 
     Raises :class:`~zett_agent.errors.ProviderError` for an error body,
     :class:`~zett_agent.errors.DecodeError` for a body that cannot be read, and
@@ -88,7 +92,7 @@ def decode_captured(
         if not 200 <= status < 300:
             return decoder.decode_error(status, {}, data)
         if body_format == "json":
-            return decoder.decode_body(data)
+            return apply_output_limit(decoder.decode_body(data), max_tokens)
         if body_format == "sse":
             response = httpx.Response(
                 200, content=data, headers={"content-type": "text/event-stream"}
@@ -102,7 +106,7 @@ def decode_captured(
             for line in data.decode("utf-8", "replace").splitlines():
                 if line.strip():
                     decoder.feed_line(line)
-        return decoder.finish()
+        return apply_output_limit(decoder.finish(), max_tokens)
     except NotImplementedError as error:
         raise DecodeError(f"{error}; try --stream/--no-stream or --protocol") from error
 
@@ -112,7 +116,8 @@ def response_record(response: ModelResponse) -> dict[str, Any]:
 
     ``reason`` is the StopReason value also for a normal end. For a REFUSAL or
     INTERRUPTED response ``tool_calls`` is empty and ``withheld_tool_calls``
-    names the calls that came with it.
+    names the calls that came with it. ``cut_tool_calls`` names the calls the wire
+    did not finish (never run; each ``tool_calls`` entry says ``closed``).
     """
     info = response.stop_info
     calls = response.tool_calls
@@ -132,8 +137,12 @@ def response_record(response: ModelResponse) -> dict[str, Any]:
         "recommended_model": info.recommended_model,
         "detail": _jsonable(dict(info.detail)),
         "text": response.text,
-        "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls],
+        "tool_calls": [
+            {"id": c.id, "name": c.name, "arguments": c.arguments, "closed": c.closed}
+            for c in calls
+        ],
         "withheld_tool_calls": withheld,
+        "cut_tool_calls": [str(n) for n in info.detail.get(CUT_TOOL_CALLS, ())],
     }
 
 

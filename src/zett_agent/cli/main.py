@@ -195,6 +195,9 @@ def inspect(
         ),
     ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    max_tokens: Annotated[
+        int | None, typer.Option(help="The output limit the request asked for (as the loop).")
+    ] = None,
 ) -> None:
     """Show what zett-agent makes of a captured response body (JSON, SSE or NDJSON).
 
@@ -222,6 +225,7 @@ def inspect(
             protocol=PROTOCOL_CHOICES[protocol] if protocol else None,
             status=status,
             body_format=body_format,
+            max_tokens=max_tokens,
         )
     except ZettError as error:
         if json_output:
@@ -275,6 +279,9 @@ def _show_record(record: dict[str, Any], source: str) -> None:
             out.print(
                 Text(f"  {call['name']}({call['arguments']})  id={call['id']}"), soft_wrap=True
             )
+    if record["cut_tool_calls"]:
+        names = ", ".join(record["cut_tool_calls"])
+        out.print(Text(f"cut tool calls (not run): {names}", style="bold red"))
     if record["withheld_tool_calls"]:
         names = ", ".join(record["withheld_tool_calls"])
         out.print(Text(f"withheld tool calls (not run): {names}", style="bold red"))

@@ -15,7 +15,9 @@ plain or an ``async`` method:
   history like any other message, so sessions keep them.
 * ``on_complete(message, messages)`` — a stop hook: return a reason (str) to
   veto completion; the reason is sent to the model as a user message and the
-  run goes on (bounded by max_turns). Not called after an abnormal stop.
+  run goes on (bounded by max_turns). Called when the run would complete: after
+  a normal end, and after OTHER, which carries on like one (seed 001); not after
+  REFUSAL, INTERRUPTED, MAX_OUTPUT, CONTEXT_FULL or PAUSED running out.
 * ``recover(context)`` — after every model call (a response, or an exception
   with no output): return a :data:`~zett_agent.recovery.Recovery` to work around
   it — ``RetryRequest(request, model=None)``, ``ContinueWith(messages)`` or
@@ -78,7 +80,9 @@ class Extension:
         return None
 
     def on_complete(self, message: AssistantMessage, messages: Sequence[Message]) -> Any:
-        """Return a reason (str) to veto completion and run another turn."""
+        """Return a reason (str) to veto completion and run another turn. Called
+        after a normal end and after OTHER (which carries on); not after another
+        abnormal stop."""
         return None
 
     def recover(self, context: RecoveryContext) -> Any:

@@ -44,7 +44,7 @@ Signature = tuple[tuple[str, str], ...]
 def _canonical(arguments: str) -> str:
     try:
         return json.dumps(json.loads(arguments or "{}"), sort_keys=True, separators=(",", ":"))
-    except ValueError:
+    except (ValueError, RecursionError):
         return arguments
 
 

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-import anyio
 import mcp_types
 from pydantic import BaseModel, ConfigDict
 
@@ -60,7 +59,8 @@ class MCPTool(Tool):
     label (for messages), ``input_schema`` the server's own schema (arguments are
     checked against it before the server is called), ``protocol`` the wire
     protocol whose rules the sent schema follows (None: all of them),
-    ``timeout`` the most seconds one call may take, ``max_result_chars`` the
+    ``timeout`` the most seconds one call may take (:attr:`Tool.timeout`, applied
+    by the tool runner; the server is then told the call is cancelled), ``max_result_chars`` the
     longest result text. ``requires_approval`` (from the server's ``approval``):
     each call waits for a person's decision (:mod:`zett_agent.approvals`).
     """
@@ -95,15 +95,8 @@ class MCPTool(Tool):
         if problem is not None:
             return _error(call, f"invalid arguments: {problem}")
         assert self.send is not None, "an MCPTool is made with a send function"
-        try:
-            with anyio.fail_after(self.timeout):
-                result = await self.send(self.server_name, arguments)
-        except TimeoutError:
-            return _error(
-                call,
-                f"MCP server {self.server}: tool {self.server_name!r} gave no result within "
-                f"{self.timeout:g} s; the call was cancelled",
-            )
+        try:  # bounded by the tool runner's timeout (Tool.timeout) and the client's read timeout
+            result = await self.send(self.server_name, arguments)
         except Exception as error:  # crashed, exited, JSON-RPC error: the model is told
             return _error(
                 call,

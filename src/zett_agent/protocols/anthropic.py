@@ -13,6 +13,10 @@ The assistant message's content blocks (thinking with signatures, ``server_tool_
 [...]}`` in ``provider_record`` and replayed unchanged. A non-streaming body is
 decoded by replaying it as the events a stream of the same content would carry,
 so both paths give the same :class:`ModelResponse`.
+
+A ``tool_use`` block is open until its ``content_block_stop`` (``ToolCall.closed``); an
+open call never runs. A body has no block events: its last block, when it is a tool
+call, is judged by the stop (cut under ``max_tokens``, see ``ResponseBuilder.build``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from dataclasses import replace
 from typing import Any
 
 from zett_agent.messages import (
+    TOO_DEEP,
     AssistantMessage,
     SystemMessage,
     ToolResultMessage,
@@ -246,9 +251,11 @@ class AnthropicDecoder(Decoder):
                 self._strings.pop((index, field), None)
             self._text_run = None
             if block.get("type") == "tool_use":
-                return self.builder.tool_call(
+                events = self.builder.tool_call(
                     index, id=as_text(block.get("id")), name=as_text(block.get("name"))
                 )
+                self.builder.close_call(index, False)  # open until its content_block_stop
+                return events
         elif kind == "content_block_delta":
             return self._on_delta(data)
         elif kind == "content_block_stop":
@@ -294,7 +301,10 @@ class AnthropicDecoder(Decoder):
             block = self._block(index, "tool_use")
             self._json.setdefault(index, []).append(delta["partial_json"])
             if block.get("type") == "tool_use":
-                return self.builder.tool_call(index, arguments=delta["partial_json"])
+                events = self.builder.tool_call(index, arguments=delta["partial_json"])
+                if self.builder.call_closed(index) is None:  # a delta without its start
+                    self.builder.close_call(index, False)
+                return events
             return []
         if kind == "citations_delta" and isinstance(delta.get("citation"), dict):
             citations = self._block(index, "text").setdefault("citations", [])
@@ -307,11 +317,18 @@ class AnthropicDecoder(Decoder):
 
     def _on_block_stop(self, index: Any) -> list[StreamEvent]:
         block = self._blocks.get(index) if isinstance(index, int) else None
-        if block is None or index in self._json or block.get("type") != "tool_use":
+        if block is None or block.get("type") != "tool_use":
+            return []
+        self.builder.close_call(index, True)  # the wire finished this call
+        if index in self._json:
             return []
         given = block.get("input")  # a whole input on the start event, no deltas
         if isinstance(given, dict) and given:
-            return self.builder.tool_call(index, arguments=json.dumps(given, ensure_ascii=False))
+            try:
+                arguments = json.dumps(given, ensure_ascii=False)
+            except RecursionError:  # parsed, but too deep to write again: never run
+                arguments = TOO_DEEP
+            return self.builder.tool_call(index, arguments=arguments)
         return []
 
     def _on_error(self, payload: dict[str, Any], data: str) -> list[StreamEvent]:
@@ -412,7 +429,7 @@ class AnthropicDecoder(Decoder):
             if index in self._json:
                 try:
                     value = json.loads("".join(self._json[index]) or "{}")
-                except ValueError:
+                except (ValueError, RecursionError):
                     value = None  # cut off (max_tokens): the start's input stays
                 if isinstance(value, dict):
                     block["input"] = value
@@ -445,6 +462,10 @@ class AnthropicDecoder(Decoder):
         for index, block in enumerate(blocks):
             for kind, event in _block_events(index, block):
                 self._handle(kind, event)
+        if blocks and isinstance(blocks[-1], dict) and blocks[-1].get("type") == "tool_use":
+            # a body has no content_block_stop: its last block, a tool call, is the one
+            # an output limit would have cut (judged by the stop in build)
+            self.builder.close_call(len(blocks) - 1, None)
         delta = {k: data.get(k) for k in ("stop_reason", "stop_sequence", "stop_details")}
         self._handle("message_delta", {"delta": delta, "usage": data.get("usage")})
         self._handle("message_stop", {})

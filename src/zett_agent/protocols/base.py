@@ -27,6 +27,7 @@ from zett_agent.stop import StopInfo, StopReason
 from zett_agent.vendors import Vendor, dig, match_http_refusal
 
 __all__ = [
+    "CUT_TOOL_CALLS",
     "Decoder",
     "ErrorFields",
     "ErrorShape",
@@ -41,6 +42,8 @@ __all__ = [
     "ToolCallDelta",
     "ToolSpec",
     "WireProtocol",
+    "apply_output_limit",
+    "is_json_object",
     "load_json",
     "parse_json",
     "retry_after_seconds",
@@ -175,7 +178,8 @@ class ModelResponse:
         return None if self.stop_info.ok else self.stop_info
 
     def to_message(self, provider: str | None = None) -> AssistantMessage:
-        """The :class:`AssistantMessage` this response becomes."""
+        """The :class:`AssistantMessage` this response becomes (its record and stop
+        detail made storable: :meth:`AssistantMessage.storable`)."""
         return AssistantMessage(
             text=self.text,
             tool_calls=self.tool_calls,
@@ -185,17 +189,18 @@ class ModelResponse:
             model=self.model,
             provider=provider,
             provider_record=self.provider_record,
-        )
+        ).storable()
 
 
 class _CallAccumulator:
-    __slots__ = ("arguments", "id", "index", "name")
+    __slots__ = ("arguments", "closed", "id", "index", "name")
 
     def __init__(self, index: int) -> None:
         self.index = index
         self.id: str | None = None
         self.name: str | None = None
         self.arguments = Pieces()
+        self.closed: bool | None = None  # None: the wire does not say (see build)
 
 
 class Pieces:
@@ -284,6 +289,19 @@ class ResponseBuilder:
     def has_tool_call(self, key: Hashable) -> bool:
         return key in self._calls
 
+    def close_call(self, key: Hashable, closed: bool | None = True) -> None:
+        """Record whether the wire finished the call ``key`` (``closed=False``: it
+        started and was never finished). A call no decoder marks (or marked None)
+        is judged by the stop (see :meth:`build`)."""
+        call = self._calls.get(key)
+        if call is not None:
+            call.closed = closed
+
+    def call_closed(self, key: Hashable) -> bool | None:
+        """What :meth:`close_call` recorded for ``key`` (None: nothing, or no such call)."""
+        call = self._calls.get(key)
+        return call.closed if call is not None else None
+
     def tool_call_id(self, key: Hashable) -> str | None:
         call = self._calls.get(key)
         return call.id if call else None
@@ -306,30 +324,52 @@ class ResponseBuilder:
     def current_reasoning(self) -> str:
         return self._reasoning.join()
 
-    def tool_calls(self) -> tuple[ToolCall, ...]:
-        return tuple(
+    def tool_calls(self, *, truncated: bool = False) -> tuple[ToolCall, ...]:
+        """The calls so far, in order. ``closed`` is what the wire said; a call it
+        said nothing about is closed, except under an output limit (``truncated``,
+        see :meth:`build`)."""
+        calls = [
             ToolCall(
                 id=c.id or f"call_{c.index}",
                 name=c.name or "",
                 arguments=c.arguments.join() or "{}",
+                closed=c.closed is not False,
             )
             for c in self._calls.values()
-        )
+        ]
+        if truncated:
+            unknown = [n for n, c in enumerate(self._calls.values()) if c.closed is None]
+            for n, call in enumerate(calls):
+                if call.closed and (
+                    (unknown and n == unknown[-1]) or not is_json_object(call.arguments)
+                ):
+                    calls[n] = replace(call, closed=False)
+        return tuple(calls)
 
     def build(
         self,
         stop_info: StopInfo,
         provider_record: Mapping[str, Any] | None = None,
     ) -> ModelResponse:
-        """The response, with two rules applied the same way for every protocol:
+        """The response, with these rules applied the same way for every protocol:
 
+        * which calls the wire did not finish (``ToolCall.closed`` False): those a
+          decoder marked open; under an output limit (MAX_OUTPUT, CONTEXT_FULL) also
+          the last call the wire said nothing about (a Chat ``length`` answer cut
+          the call being generated) and any call whose arguments are not a JSON
+          object. ``detail["cut_tool_calls"]`` names them;
+        * a call left open under a label that is not a limit (an Anthropic
+          ``tool_use`` block with no ``content_block_stop`` under ``tool_use``) makes
+          the answer broken: INTERRUPTED, raw kept, so no tool of it runs
+          (ARCHITECTURE.md says why this reason);
         * the content decides between the normal ends (seed 003): END_TURN with
           tool calls is TOOL_USE, TOOL_USE without any is END_TURN (raw kept);
         * ``category`` is None for a normal end; for an abnormal stop without a
           policy category it is the raw value (seed 002: "the provider's policy
           category where there is one and otherwise the raw value").
         """
-        calls = self.tool_calls()
+        calls = self.tool_calls(truncated=stop_info.truncated)
+        stop_info = _with_cut_calls(stop_info, calls)
         if stop_info.ok:
             reason = StopReason.TOOL_USE if calls else StopReason.END_TURN
             if reason is not stop_info.reason or stop_info.category is not None:
@@ -345,6 +385,71 @@ class ResponseBuilder:
             model=self.model,
             provider_record=provider_record,
         )
+
+
+CUT_TOOL_CALLS = "cut_tool_calls"
+"""``StopInfo.detail`` key: the names of the calls the wire did not finish (in order)."""
+
+
+def _with_cut_calls(info: StopInfo, calls: Sequence[ToolCall]) -> StopInfo:
+    """``info`` naming the open calls; INTERRUPTED when a normal end left one open."""
+    cut = [c.name for c in calls if not c.closed]
+    if not cut:
+        return info
+    if info.ok:
+        return StopInfo(
+            StopReason.INTERRUPTED,
+            info.raw,
+            message="the provider ended the answer with a tool call it did not finish: "
+            + ", ".join(cut),
+            detail={**info.detail, CUT_TOOL_CALLS: cut},
+        )
+    return info.with_detail(**{CUT_TOOL_CALLS: cut})
+
+
+def apply_output_limit(response: ModelResponse, max_tokens: int | None) -> ModelResponse:
+    """``response`` judged against the output limit that was requested.
+
+    A label that says tools (TOOL_USE: ``tool_calls``, ``tool_use``, or a normal end
+    with calls) over arguments that are not a JSON object, with ``usage.output_tokens``
+    equal to ``max_tokens``, was cut by the limit (vLLM-served models say
+    ``tool_calls`` for arguments the limit truncated, WIRE.md "STOP / stop with
+    tools"): the result is MAX_OUTPUT with ``raw`` kept, those calls open, and
+    ``detail["cut_tool_calls"]`` and ``detail["max_tokens"]`` set. Anything else is
+    returned unchanged. The loop applies it to every answer (it knows the request);
+    ``zett inspect --max-tokens`` does the same.
+    """
+    info = response.stop_info
+    if (
+        max_tokens is None
+        or info.reason is not StopReason.TOOL_USE
+        or response.usage.output_tokens != max_tokens
+    ):
+        return response
+    calls = tuple(
+        c if not c.closed or is_json_object(c.arguments) else replace(c, closed=False)
+        for c in response.tool_calls
+    )
+    if calls == response.tool_calls:
+        return response
+    cut = [c.name for c in calls if not c.closed]
+    info = StopInfo(
+        StopReason.MAX_OUTPUT,
+        info.raw,
+        info.raw,  # no policy category: the raw value (seed 002)
+        f"the output limit of {max_tokens} tokens cut a tool call: " + ", ".join(cut),
+        None,
+        {**info.detail, CUT_TOOL_CALLS: cut, "max_tokens": max_tokens},
+    )
+    return replace(response, tool_calls=calls, stop_info=info)
+
+
+def is_json_object(text: str) -> bool:
+    """Whether ``text`` parses as a JSON object (empty text counts as ``{}``)."""
+    try:
+        return isinstance(json.loads(text or "{}"), dict)
+    except (ValueError, RecursionError):
+        return False
 
 
 # ---------------------------------------------------------------- interfaces

@@ -16,9 +16,15 @@ Mappings, from https://ai.google.dev/api/generate-content#FinishReason (``Finish
 * anything else (``OTHER``, ``MALFORMED_FUNCTION_CALL``, ``LANGUAGE``, Vertex
   ``MODEL_ARMOR``, numbers) -> OTHER with the raw value as a string;
 * no candidates and no block reason: INTERRUPTED, because the provider ended the step
-  without output and without saying why (``detail["no_candidates"]``); a stream that never
-  sent a finishReason is INTERRUPTED with ``detail["incomplete_stream"]``, so the transport
-  retries it when nothing arrived at all;
+  without output and without saying why (``detail["no_candidates"]``), the same for a body
+  and for a stream whose chunks came without candidates (``"candidates": []``): such a
+  stream answered, it is not one that sent nothing, so it is not retried. A stream that
+  sent nothing, or candidates but never a finishReason, is INTERRUPTED with
+  ``detail["incomplete_stream"]`` (the transport retries it when nothing arrived at all);
+* a call whose last fragment said ``willContinue: true`` was not finished by the wire
+  (``ToolCall.closed`` False, never run) unless the finish is ``STOP``: Vertex sometimes
+  leaves out the empty ``functionCall{}`` terminator of a finished call (corpus
+  ``vertex__stream_partialArgs_missing_terminal_functionCall.sse``);
 * an ``{"error": ...}`` chunk in a 200 stream: INTERRUPTED with the text kept, or
   :class:`StreamError` when nothing arrived.
 
@@ -190,6 +196,7 @@ class GeminiDecoder(Decoder):
         self.block: dict[str, Any] | None = None
         self.error: dict[str, Any] | None = None
         self.saw_candidate = False
+        self.answered = False  # a chunk that is not an error arrived
         self.parts: list[dict[str, Any]] = []  # the provider record, merged
         self._merged: dict[int, tuple[dict[str, Any], Pieces]] = {}  # text parts' pieces
         self._tail: tuple[dict[str, Any], Pieces, bool] | None = None  # the last merged part
@@ -235,6 +242,7 @@ class GeminiDecoder(Decoder):
                 )
             self.error, self._done = error, True
             return []
+        self.answered = True
         meta = obj.get("usageMetadata")  # on every chunk; the last one with counts wins
         if (
             meta
@@ -273,7 +281,9 @@ class GeminiDecoder(Decoder):
             for part in parts:
                 events += self._part(part)
         if candidate.get("finishReason") not in (None, ""):
-            events += self._close()
+            # a call whose last fragment said willContinue is open, except under STOP
+            # (Vertex sometimes leaves out the empty terminator of a finished call)
+            events += self._close(closed=candidate.get("finishReason") == "STOP")
             self.candidate, self._done = candidate, True
         return events
 
@@ -387,10 +397,12 @@ class GeminiDecoder(Decoder):
             node = current
         return True
 
-    def _close(self) -> list[StreamEvent]:
+    def _close(self, *, closed: bool = True) -> list[StreamEvent]:
+        """End the call being read; ``closed``: whether the wire finished it."""
         call, self._open = self._open, None
         if call is None:
             return []
+        self.builder.close_call(call.key, closed)
         if call.whole:
             self.parts.append(call.part)
         else:  # joined from Vertex partialArgs: the whole call, signature kept
@@ -424,7 +436,7 @@ class GeminiDecoder(Decoder):
         return super().error_fields(data)._replace(retry_after=retry_delay)
 
     def _end(self, *, streamed: bool) -> ModelResponse:
-        self._close()
+        self._close(closed=False)  # still waiting for a fragment: never finished
         if self.error is not None:
             code = as_text(self.error.get("status")) or as_code(self.error.get("code"))
             raw = None if code is None else str(code)
@@ -446,14 +458,21 @@ class GeminiDecoder(Decoder):
                     detail={"prompt_feedback": self.block},
                 )
             )
+        if self.candidate is None and not self.saw_candidate and (self.answered or not streamed):
+            # the provider answered (a chunk, or a body) without candidates: the same
+            # stop on both paths, and not a stream that sent nothing (no retry)
+            return self._build(
+                stop(
+                    _R.INTERRUPTED,
+                    message="the provider returned no candidates",
+                    detail={"no_candidates": True},
+                )
+            )
         if self.candidate is None:
-            detail: dict[str, Any] = {"no_candidates": True} if not self.saw_candidate else {}
-            if streamed:
-                detail["incomplete_stream"] = True
-            elif self.saw_candidate:
+            detail: dict[str, Any] = {"incomplete_stream": True} if streamed else {}
+            if self.saw_candidate and not streamed:
                 detail["no_finish_reason"] = True
-            message = None if self.saw_candidate else "the provider returned no candidates"
-            return self._build(stop(_R.INTERRUPTED, message=message, detail=detail))
+            return self._build(stop(_R.INTERRUPTED, detail=detail))
         raw = str(self.candidate.get("finishReason"))
         message = as_text(self.candidate.get("finishMessage"))
         reason = self.reason_for(raw, _FINISH)  # STOP with calls is TOOL_USE: see build

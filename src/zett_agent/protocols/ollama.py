@@ -160,9 +160,11 @@ class OllamaDecoder(Decoder):
             else json.dumps(arguments if arguments is not None else {}, ensure_ascii=False)
         )
         key, self._calls = self._calls, self._calls + 1
-        return self.builder.tool_call(
+        events = self.builder.tool_call(
             key, id=as_text(call.get("id")), name=as_text(function.get("name")), arguments=text
         )
+        self.builder.close_call(key, True)  # Ollama sends a call whole and parsed
+        return events
 
     def finish(self) -> ModelResponse:
         if self.error is not None:

@@ -23,7 +23,13 @@ Rules beyond the tables: a step whose message holds tool calls but says ``stop``
 asked for tools (TOOL_USE, raw kept); a refusal text makes it a REFUSAL; an error
 chunk makes it INTERRUPTED when output arrived (else :class:`StreamError`); a
 stream with neither a finish_reason nor ``[DONE]`` is INTERRUPTED with
-``detail["incomplete_stream"]``.
+``detail["incomplete_stream"]``; an answer with no choice at all (a body with
+``choices: []``, a stream of such chunks to its ``[DONE]``) is INTERRUPTED with
+``detail["no_choices"]`` on both paths, like Gemini's no candidates. The Chat wire
+never says whether a call was finished: under ``length`` (or a vendor's context value)
+the builder takes the last call as cut (``ToolCall.closed`` False, never run), whatever
+its arguments look like. A
+``reasoning_content`` the provider sent, even ``""``, goes back in the replayed turn.
 """
 
 from __future__ import annotations
@@ -70,6 +76,9 @@ FINISH_REASONS: Mapping[str, StopReason] = {
     "function_call": _R.TOOL_USE,
     "length": _R.MAX_OUTPUT,
     "content_filter": _R.REFUSAL,
+    # OpenAI-compatible endpoints in front of guard models (LiteLLM proxy guardrails,
+    # Bedrock's GUARDRAIL_INTERVENED passed through): a safety system declined
+    "guardrail_intervened": _R.REFUSAL,
     # Anthropic words passed through by gateways
     "end_turn": _R.END_TURN,
     "stop_sequence": _R.END_TURN,
@@ -183,6 +192,7 @@ class OpenAIChatDecoder(Decoder):
         self._filter_results: dict[str, Any] | None = None
         self._replay_reasoning = False
         self._saw_tool_calls = False
+        self._saw_choice = False
         self._slots: dict[int, int] = {}  # wire index -> call key (the index's current call)
         self._ids: dict[str, int] = {}  # call id -> call key
         self._last_key: int | None = None
@@ -256,6 +266,7 @@ class OpenAIChatDecoder(Decoder):
         choices = chunk.get("choices")
         choice = None
         if type(choices) is list and choices:
+            self._saw_choice = True
             choice = choices[0]
             if type(choice) is not dict or choice.get("index", 0) not in (0, None):
                 choice = _first_choice(choices)
@@ -307,9 +318,13 @@ class OpenAIChatDecoder(Decoder):
         events: list[StreamEvent] = []
         # reasoning_content: DeepSeek, GLM, Kimi, xAI, Qwen; reasoning: OpenRouter, Groq
         for field in ("reasoning_content", "reasoning"):
-            piece = as_text(delta.get(field))
+            piece = delta.get(field)
+            if type(piece) is not str:
+                continue
+            # DeepSeek wants reasoning_content back on a tool-call turn, even "" (an
+            # empty value sent is still the field the provider requires)
+            self._replay_reasoning |= field == "reasoning_content"
             if piece:
-                self._replay_reasoning |= field == "reasoning_content"
                 events += self.builder.reasoning(piece)
                 break
         refusal = as_text(delta.get("refusal"))
@@ -429,6 +444,15 @@ class OpenAIChatDecoder(Decoder):
             # raw is the provider's own finish_reason when it sent one ("error");
             # the error's code or type is the category
             return stop(_R.INTERRUPTED, raw or kind, category=kind, message=message, detail=detail)
+        if raw is None and complete and not self._saw_choice and not self.malformed:
+            # the provider answered (a body, or a stream to its [DONE]) with no choice
+            # at all: the same stop on both paths, naming what is missing (not when a
+            # chunk could not be read: it may have held the choice)
+            return stop(
+                _R.INTERRUPTED,
+                message="the provider returned no choices",
+                detail={**detail, "no_choices": True},
+            )
         if raw is None or reason is None:
             if complete:
                 return stop(_R.OTHER, None, detail={**detail, "missing_finish_reason": True})
@@ -445,7 +469,7 @@ class OpenAIChatDecoder(Decoder):
         """The response; its record keeps ``reasoning_content`` (DeepSeek and Kimi want it
         back in a tool loop) but not ``reasoning``, which Groq rejects in requests."""
         reasoning = self.builder.current_reasoning
-        extra = {"reasoning_content": reasoning} if self._replay_reasoning and reasoning else {}
+        extra = {"reasoning_content": reasoning} if self._replay_reasoning else {}
         message = _assistant_dict(
             self.builder.current_text, _tool_call_dicts(self.builder.tool_calls()), extra
         )

@@ -16,7 +16,11 @@ in ``../shared/corpus/WIRE.md`` section 3:
   output arrived, else :class:`ProviderError` (:class:`StreamError` in a stream);
 * an ``error`` event (fields nested under ``error`` in real streams, flat in the SDK
   type) is joined with the ``response.failed`` that follows it;
-* ``cancelled`` -> INTERRUPTED; any other status -> OTHER with the raw status.
+* ``cancelled`` -> INTERRUPTED; any other status -> OTHER with the raw status;
+* a ``function_call`` item is finished (``ToolCall.closed``) when its
+  ``output_item.done`` came with status ``completed`` (a body: the item's ``status``;
+  a stream without that event: the item's status in the final response object); one
+  with another status, or that no event closed, never runs.
 
 Events after the terminal one (OpenCode Zen's ``ping`` cost frame) are ignored. A
 moderation-flagged input that still completes (``moderation`` on a ``completed``
@@ -161,6 +165,7 @@ class ResponsesDecoder(Decoder):
         self._keys: dict[Any, Hashable] = {}  # output_index / item_id -> call key
         self._seen: set[tuple[str, Any]] = set()  # (kind, item) that streamed deltas
         self._items: dict[int, Any] = {}  # output_index -> finished item (for the record)
+        self._done: set[Hashable] = set()  # calls whose output_item.done arrived
 
     # ---------------------------------------------------------------- stream
     def feed_sse(self, event: str, data: str) -> list[StreamEvent]:
@@ -191,6 +196,7 @@ class ResponsesDecoder(Decoder):
             self._read_meta(self.terminal)
             if not b.has_output:  # a proxy that sends only the final object
                 return self._ingest_output(as_list(self.terminal.get("output")))
+            self._close_from_final(as_list(self.terminal.get("output")))
             return self._note_refusals(as_list(self.terminal.get("output")))
         if kind in ("response.created", "response.in_progress", "response.queued"):
             self._read_meta(as_dict(obj.get("response")))
@@ -222,12 +228,13 @@ class ResponsesDecoder(Decoder):
         elif kind == "response.function_call_arguments.delta":
             key = self._call_key(obj.get("item_id"), obj.get("output_index"))
             self._seen.add(("args", key))
-            return b.tool_call(key, arguments=str(obj.get("delta") or ""))
+            return self._opened(key, b.tool_call(key, arguments=str(obj.get("delta") or "")))
         elif kind == "response.function_call_arguments.done":
             key = self._call_key(obj.get("item_id"), obj.get("output_index"))
             if ("args", key) not in self._seen:
                 self._seen.add(("args", key))
-                return b.tool_call(key, arguments=str(obj.get("arguments") or ""))
+                events = b.tool_call(key, arguments=str(obj.get("arguments") or ""))
+                return self._opened(key, events)
         elif kind == "response.output_item.done":
             return self._item_done(obj.get("output_index"), as_dict(obj.get("item")))
         return []
@@ -254,12 +261,33 @@ class ResponsesDecoder(Decoder):
         arguments = as_text(item.get("arguments"))
         if arguments:
             self._seen.add(("args", key))
-        return self.builder.tool_call(
+        events = self.builder.tool_call(
             key,
             id=as_text(item.get("call_id")),
             name=as_text(item.get("name")),
             arguments=arguments,
         )
+        return self._opened(key, events)
+
+    def _opened(self, key: Hashable, events: list[StreamEvent]) -> list[StreamEvent]:
+        """A streamed call is open until its ``output_item.done`` says ``completed``."""
+        if self.builder.call_closed(key) is None:
+            self.builder.close_call(key, False)
+        return events
+
+    def _close_from_final(self, output: list[Any]) -> None:
+        """A streamed call whose ``output_item.done`` never came is finished when the
+        final response object lists it as ``completed`` (the provider's last word on
+        the item); one it does not list, or lists otherwise, stays open."""
+        for index, item in enumerate(map(as_dict, output)):
+            if item.get("type") != "function_call" or item.get("status") != "completed":
+                continue
+            item_id = item.get("id")
+            key = self._keys.get(item_id) if isinstance(item_id, str) and item_id else None
+            if key is None:
+                key = self._keys.get(("#", index))
+            if key is not None and key not in self._done and self.builder.call_closed(key) is False:
+                self.builder.close_call(key, True)
 
     def _item_done(self, index: Any, item: dict[str, Any]) -> list[StreamEvent]:
         if isinstance(index, int) and not isinstance(index, bool):
@@ -270,6 +298,9 @@ class ResponsesDecoder(Decoder):
             if ("args", key) not in self._seen:
                 self._seen.add(("args", key))
                 events += self.builder.tool_call(key, arguments=as_text(item.get("arguments")))
+            status = item.get("status")  # the item is done; a status other than completed
+            self.builder.close_call(key, status is None or status == "completed")
+            self._done.add(key)
             return events
         if item.get("type") == "message":
             found: list[StreamEvent] = []
@@ -312,6 +343,8 @@ class ResponsesDecoder(Decoder):
                     name=as_text(item.get("name")),
                     arguments=as_text(item.get("arguments")),
                 )
+                status = item.get("status")  # no status: judged by the stop (build)
+                b.close_call(key, None if status is None else status == "completed")
         return events
 
     def _note_refusals(self, output: list[Any]) -> list[StreamEvent]:

@@ -28,6 +28,7 @@ headers, so rows hold none either.
 from __future__ import annotations
 
 import json
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ __all__ = [
     "SessionInfo",
     "SessionStore",
     "StoredRow",
+    "check_session_id",
     "decode_row",
     "encode_message",
     "live_rows",
@@ -167,16 +169,39 @@ def live_rows(rows: Sequence[StoredRow]) -> list[StoredRow]:
 
 
 def encode_message(session_id: str, message: SessionEntry) -> str:
-    """The JSON text stored for ``message`` (schema :data:`SCHEMA_VERSION`)."""
+    """The JSON text stored for ``message`` (schema :data:`SCHEMA_VERSION`).
+
+    Text that UTF-8 cannot hold (a lone surrogate: JSON's ``"\\ud800"`` decodes to
+    one) is stored escaped, so it loads back the same. Raises
+    :class:`SessionStoreError` for an empty ``session_id`` and for a message that
+    JSON cannot encode.
+    """
+    check_session_id(session_id)
     try:
-        return json.dumps(
-            entry_to_dict(message), ensure_ascii=False, separators=(",", ":"), allow_nan=False
-        )
-    except (TypeError, ValueError, KeyError) as error:
+        data = entry_to_dict(message)
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        if not text.isascii() and _SURROGATE.search(text):  # scanned, not copied
+            text = json.dumps(data, separators=(",", ":"), allow_nan=False)
+        return text
+    except (TypeError, ValueError, KeyError, RecursionError) as error:
         raise SessionStoreError(
             f"session {session_id!r}: the message cannot be stored as JSON: {error}",
             session_id=session_id,
         ) from error
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_session_id(session_id: object) -> str:
+    """``session_id`` if it names a session: a non-empty string. Else raises
+    :class:`SessionStoreError` (an empty id is not "the default session")."""
+    if not isinstance(session_id, str) or not session_id:
+        raise SessionStoreError(
+            f"a session id must be a non-empty string, not {session_id!r}",
+            session_id=session_id if isinstance(session_id, str) else None,
+        )
+    return session_id
 
 
 def decode_row(session_id: str, seq: int, schema_version: Any, data: Any) -> SessionEntry:

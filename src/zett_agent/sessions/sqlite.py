@@ -14,6 +14,11 @@ Layout (``PRAGMA user_version`` = 1)::
 
 A file of layout 0 (the same table without ``replaces``) is upgraded in place
 when opened; a newer layout raises :class:`~zett_agent.errors.SessionStoreError`.
+
+A file that cannot be written (read-only file, folder or mount; or
+``read_only=True``) is opened read-only: loading and listing work, and every
+write raises :class:`~zett_agent.errors.SessionStoreError` saying the store is
+read-only. Nothing is changed in such a file (no layout upgrade, no WAL switch).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import os
 import sqlite3
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -69,19 +75,32 @@ class SQLiteSessionStore(SessionStore):
         synchronous: SQLite's ``synchronous`` setting. ``"FULL"`` (default) also
             survives a power cut; ``"NORMAL"`` survives a crashed or killed process.
         timeout: seconds to wait for another process's write lock.
+        read_only: open the file for reading only (it must exist). Without it, a
+            file that cannot be written is opened read-only too; :attr:`read_only`
+            says which it was once the store has been used.
 
     Blocking calls run in a worker thread (``anyio.to_thread``) on one connection
     guarded by a lock, opened on first use.
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, synchronous: str = "FULL", timeout: float = 30.0
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: str = "FULL",
+        timeout: float = 30.0,
+        read_only: bool = False,
     ) -> None:
         if synchronous.upper() not in _SYNCHRONOUS:
             raise ValueError(f"synchronous must be one of {sorted(_SYNCHRONOUS)}")
         self.path = str(path)
+        if read_only and (self.path == ":memory:" or self.path.startswith("file:")):
+            raise ValueError("read_only needs a database file path")
         self.synchronous = synchronous.upper()
         self.timeout = timeout
+        self.read_only = read_only
+        self._why_read_only = "opened with read_only=True" if read_only else ""
+        self._replaces = "replaces"  # the column, or NULL in a layout-0 file read read-only
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._closed = False
@@ -132,6 +151,11 @@ class SQLiteSessionStore(SessionStore):
             except sqlite3.Error as error:
                 if conn.in_transaction:
                     conn.rollback()
+                if self.read_only:
+                    raise SessionStoreError(
+                        f"{self.path}: the session store is read-only ({self._why_read_only}): "
+                        f"sessions can be loaded and listed, not written ({error})"
+                    ) from error
                 raise SessionStoreError(f"{self.path}: {type(error).__name__}: {error}") from error
             except BaseException:
                 if conn.in_transaction:
@@ -143,8 +167,25 @@ class SQLiteSessionStore(SessionStore):
             return self._conn
         if self._closed:
             raise SessionStoreError(f"{self.path}: the session store is closed")
+        if self.read_only:
+            self._conn = self._open_read_only()
+            return self._conn
+        try:
+            self._conn = self._open()
+        except SessionStoreError as error:
+            if not _cannot_write(error.__cause__) or not Path(self.path).is_file():
+                raise
+            self._why_read_only = f"it cannot be written: {error.__cause__}"
+            self._conn = self._open_read_only()
+            self.read_only = True
+        return self._conn
+
+    def _open(self) -> sqlite3.Connection:
         if self.path != ":memory:" and not self.path.startswith("file:"):
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise SessionStoreError(f"{self.path}: cannot make its folder: {error}") from error
         try:
             conn = sqlite3.connect(
                 self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
@@ -156,8 +197,41 @@ class SQLiteSessionStore(SessionStore):
         except BaseException:
             conn.close()
             raise
-        self._conn = conn
         return conn
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        """A read-only connection (``mode=ro``); a file whose write-ahead log is
+        already folded in is also read when not even its ``-shm`` can be made
+        (``immutable=1``). Checks the layout; nothing is written."""
+        uri = "file:" + urllib.parse.quote(os.path.abspath(self.path)) + "?mode=ro"
+        wal = Path(self.path + "-wal")
+        tries = [uri] if wal.is_file() and wal.stat().st_size else [uri, uri + "&immutable=1"]
+        failure: sqlite3.Error | None = None
+        for target in tries:
+            try:
+                conn = sqlite3.connect(
+                    target, uri=True, timeout=self.timeout, isolation_level=None,
+                    check_same_thread=False,
+                )  # fmt: skip
+            except sqlite3.Error as error:
+                failure = error
+                continue
+            try:
+                self._layout(conn)
+                columns = {row[1] for row in conn.execute("PRAGMA table_info(messages)")}
+            except sqlite3.Error as error:
+                conn.close()
+                failure = error
+                continue
+            except BaseException:
+                conn.close()
+                raise
+            if not columns:  # no session was ever written
+                conn.execute("CREATE TEMP TABLE messages (session_id, seq, schema_version,"
+                             " replaces, created_at, data)")  # fmt: skip
+            self._replaces = "replaces" if "replaces" in columns or not columns else "NULL"
+            return conn
+        raise SessionStoreError(f"{self.path}: cannot open for reading: {failure}") from failure
 
     def _set_up(self, conn: sqlite3.Connection) -> None:
         try:
@@ -222,10 +296,9 @@ class SQLiteSessionStore(SessionStore):
         conn.execute("COMMIT")
         return seq
 
-    @staticmethod
-    def _rows(conn: sqlite3.Connection, session_id: str) -> list[tuple[Any, ...]]:
+    def _rows(self, conn: sqlite3.Connection, session_id: str) -> list[tuple[Any, ...]]:
         return conn.execute(
-            "SELECT seq, schema_version, replaces, created_at, data FROM messages"
+            f"SELECT seq, schema_version, {self._replaces}, created_at, data FROM messages"
             " WHERE session_id = ? ORDER BY seq",
             (session_id,),
         ).fetchall()
@@ -250,3 +323,12 @@ class SQLiteSessionStore(SessionStore):
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+
+def _cannot_write(error: BaseException | None) -> bool:
+    """Whether SQLite failed because the file (or its folder) cannot be written."""
+    name = getattr(error, "sqlite_errorname", "") or ""
+    text = str(error).lower()
+    return name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM")) or (
+        "readonly" in text or "read-only" in text or "unable to open" in text
+    )

@@ -6,13 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import httpx
 import pytest
-from httpx_sse import EventSource
 
 from zett_agent.messages import UserMessage
 from zett_agent.models import Model
 from zett_agent.protocols.base import Decoder, ModelRequest, ModelResponse
+from zett_agent.protocols.framing import SSEFramer
 from zett_agent.testing.replay import ReplayServer, Reply
 from zett_agent.vendors import Vendor
 
@@ -62,10 +61,9 @@ async def replay_raises(
 
 
 def decode_sse_chunks(decoder: Decoder, chunks: Iterable[bytes]) -> ModelResponse:
-    """Sans-IO: SSE bytes, split as given, parsed by httpx-sse into ``decoder``."""
-    response = httpx.Response(
-        200, content=iter(chunks), headers={"content-type": "text/event-stream"}
-    )
-    for sse in EventSource(response).iter_sse():
-        decoder.feed_sse(sse.event, sse.data)
+    """Sans-IO: SSE bytes, split as given, framed as the transport frames them."""
+    framer = SSEFramer(1 << 30)
+    for chunk in chunks:
+        for event, data in framer.feed(chunk):
+            decoder.feed_sse(event, data)
     return decoder.finish()

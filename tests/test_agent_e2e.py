@@ -258,12 +258,13 @@ async def test_non_streamed_answer_may_take_longer_than_the_idle_timeout() -> No
     assert message.text == "slow but whole" and message.stop is None
 
 
-async def test_stream_idle_before_any_byte_is_a_retryable_transport_error() -> None:
+async def test_stream_silent_before_any_byte_is_a_retryable_transport_error() -> None:
     reply = anthropic_text_reply("late")
     reply.stall_after, reply.stall_seconds = 0, 2.0
     with ReplayServer([reply]) as server:
-        agent = await create_agent(model_for(server, "anthropic", idle_timeout=0.3, max_retries=0))
+        model = model_for(server, "anthropic", first_output_timeout=0.3, max_retries=0)
+        agent = await create_agent(model)
         with pytest.raises(TransportError) as caught:
             await agent.run("hi")
         await agent.aclose()
-    assert caught.value.retryable and "idle" in str(caught.value)
+    assert caught.value.retryable and caught.value.limit == "first_output_timeout"

@@ -8,6 +8,10 @@
      │    ├── ProviderHTTPError   a non-2xx status that is not a refusal
      │    └── StreamError         an error inside a 200 stream, before any output
      ├── TransportError       the connection failed or went idle before any output
+     │    ├── CallTimeoutError     the first-output limit or the attempt deadline passed
+     │    ├── PoolTimeoutError     no pooled connection came free in time (local)
+     │    ├── ResponseLimitError   a size limit (zett_agent.limits) was exceeded
+     │    └── UnexpectedContentError   a 2xx of a type that cannot be the wire's (HTML)
      ├── DecodeError          a body that no decoder can read (e.g. ``zett inspect``)
      ├── ResumeError          a session or history whose last answer cannot be resumed
      ├── SessionStoreError    a stored session that cannot be read or written as asked
@@ -23,14 +27,18 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "CallTimeoutError",
     "ConfigError",
     "DecodeError",
+    "PoolTimeoutError",
     "ProviderError",
     "ProviderHTTPError",
+    "ResponseLimitError",
     "ResumeError",
     "SessionStoreError",
     "StreamError",
     "TransportError",
+    "UnexpectedContentError",
     "ZettError",
 ]
 
@@ -90,10 +98,58 @@ class SessionStoreError(ZettError):
 class TransportError(ZettError):
     """The connection failed, was reset, or went idle before any output arrived.
 
-    ``retryable`` is True: nothing was received, so sending again is safe.
+    ``retryable`` is True: nothing was received, so sending again is safe
+    (subclasses below say when it is not). ``limit`` names the limit that ended
+    the call (``"first_output_timeout"``, ``"max_event_bytes"``...), if one did.
     """
 
     retryable = True
+    limit: str | None = None
+
+    def __init__(self, message: str, *, limit: str | None = None) -> None:
+        super().__init__(message)
+        if limit is not None:
+            self.limit = limit
+
+
+class CallTimeoutError(TransportError):
+    """No output within ``first_output_timeout`` (``limit`` says so; retried), or
+    the attempt's deadline ``attempt_timeout`` passed (not retried: the host's time
+    for the call is spent). See :class:`zett_agent.limits.CallTimeouts`."""
+
+    @property
+    def retryable(self) -> bool:  # type: ignore[override]
+        return self.limit != "attempt_timeout"
+
+
+class PoolTimeoutError(TransportError):
+    """Every connection of the HTTP client's pool stayed busy for ``pool_timeout``
+    seconds: local congestion (too many concurrent calls on one client), not the
+    provider being idle. Not retried; raise the pool size or the timeout."""
+
+    retryable = False
+
+
+class ResponseLimitError(TransportError):
+    """A response exceeded a size limit of :class:`zett_agent.limits.ReadLimits`
+    before any output (``limit`` names it). Not retried: the same request would
+    fetch the same oversized answer."""
+
+    retryable = False
+
+
+class UnexpectedContentError(TransportError):
+    """A 2xx answer whose content type cannot be the wire's (an HTML login or error
+    page from a proxy). ``status``, ``content_type`` and ``excerpt`` (the first
+    characters of the body) say what came back. Not retried."""
+
+    retryable = False
+
+    def __init__(self, message: str, *, status: int, content_type: str, excerpt: str) -> None:
+        super().__init__(message, limit=None)
+        self.status = status
+        self.content_type = content_type
+        self.excerpt = excerpt
 
 
 class ProviderError(ZettError):
@@ -107,7 +163,11 @@ class ProviderError(ZettError):
         message: the provider's message for a person.
         retry_after: seconds the provider asked to wait, if it said.
         body: the decoded error body (JSON-compatible) or the raw text.
+        limit: ``"max_error_body_bytes"`` when the body was longer than the limit
+            and only a prefix was read (the error is then not retried).
     """
+
+    limit: str | None = None
 
     def __init__(
         self,
@@ -132,7 +192,10 @@ class ProviderError(ZettError):
 
     @property
     def retryable(self) -> bool:
-        """Whether sending the same request again may succeed (429, 5xx, overloaded)."""
+        """Whether sending the same request again may succeed (429, 5xx, overloaded),
+        unless a size limit was hit (the same request would fetch it again)."""
+        if self.limit is not None:
+            return False
         if self.status is not None and self.status in _RETRYABLE_STATUS:
             return True
         return self.error_type in _RETRYABLE_TYPES

@@ -10,12 +10,19 @@ default.
 Transient failures before any output (429, 5xx, overloaded, connection errors)
 are retried up to ``max_retries`` times with exponential backoff, honouring the
 provider's retry-after. Nothing is retried once output has been streamed.
+
+Memory: every model made here shares one TLS context (:func:`shared_ssl_context`;
+loading the CA bundle costs ~0.8 MB per context, which was nearly all of what 1,000
+agents built from strings cost); each model keeps its own connection pool, limited
+to ``max_connections``, closed by :meth:`Model.aclose` (``Agent.aclose()`` calls it).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import random
+import ssl
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import replace
 from importlib import import_module
@@ -25,12 +32,21 @@ import anyio
 import httpx
 
 from zett_agent.errors import ConfigError, ProviderError, TransportError
+from zett_agent.limits import CallTimeouts, ReadLimits
 from zett_agent.protocols import get_protocol
 from zett_agent.protocols.base import ModelRequest, ModelResponse, StreamEvent, WireProtocol
+from zett_agent.redact import Redactor, secrets_of
 from zett_agent.transport import send
 from zett_agent.vendors import Vendor, get_vendor
 
-__all__ = ["Model", "ModelClient", "resolve_model"]
+__all__ = ["Model", "ModelClient", "resolve_model", "shared_ssl_context"]
+
+
+@functools.cache
+def shared_ssl_context() -> ssl.SSLContext:
+    """The TLS context every :class:`Model`'s own client uses (made once: httpx's
+    defaults, the CA bundle from ``SSL_CERT_FILE``/``SSL_CERT_DIR`` or certifi)."""
+    return httpx.create_ssl_context()
 
 
 class ModelClient(Protocol):
@@ -61,14 +77,31 @@ class Model:
         base_url: the base URL; default as in the module docstring.
         protocol: override the vendor's wire protocol (gateways such as OpenCode Zen).
         max_retries: retries of a transient failure before any output.
-        idle_timeout: seconds without a byte from the provider before a stream is
-            ended (INTERRUPTED with the text kept, or a retryable error if empty).
+        idle_timeout: seconds, after output started, without content progress
+            (keep-alives do not count) before a stream is ended: INTERRUPTED with
+            the text kept.
+        first_output_timeout: seconds from sending to a stream's first output
+            (bounded by ``attempt_timeout``); hitting it raises a retryable
+            :class:`~zett_agent.errors.CallTimeoutError`.
+        attempt_timeout: seconds for one attempt of a call, streamed or not, to
+            the last byte; after output: INTERRUPTED with the text kept, before:
+            :class:`~zett_agent.errors.CallTimeoutError` (not retried). Each retry
+            is a new attempt.
         connect_timeout: seconds to open the connection.
-        response_timeout: seconds to wait for a whole non-streamed answer (the
-            server sends nothing until it has generated it all).
+        response_timeout: a non-streamed call's longest silence in seconds (the
+            server sends nothing until it has the whole answer).
+        pool_timeout: seconds to wait for a free pooled connection, then
+            :class:`~zett_agent.errors.PoolTimeoutError`.
+        max_connections: size of the model's own connection pool.
+        limits: size limits (:class:`~zett_agent.limits.ReadLimits`).
         stream: whether to stream responses (default True).
-        client: an httpx.AsyncClient to use (its timeouts are then yours).
-        headers: extra HTTP headers sent with every request.
+        client: an httpx.AsyncClient to use (its httpx timeouts and pool are then
+            yours; the idle, first-output and attempt clocks and the limits apply).
+        headers: extra HTTP headers sent with every request; credential-looking
+            ones (``authorization``, ``*key*``, ``*token*``) are redacted like the
+            key and never follow a redirect to another origin.
+
+    Defaults are in :class:`~zett_agent.limits.CallTimeouts`.
     """
 
     def __init__(
@@ -80,9 +113,14 @@ class Model:
         base_url: str | None = None,
         protocol: str | None = None,
         max_retries: int = 2,
-        idle_timeout: float = 60.0,
-        connect_timeout: float = 10.0,
-        response_timeout: float = 600.0,
+        idle_timeout: float = CallTimeouts.idle,
+        first_output_timeout: float = CallTimeouts.first_output,
+        attempt_timeout: float = CallTimeouts.attempt,
+        connect_timeout: float = CallTimeouts.connect,
+        response_timeout: float = CallTimeouts.response,
+        pool_timeout: float = CallTimeouts.pool,
+        max_connections: int = 100,
+        limits: ReadLimits | None = None,
         stream: bool = True,
         client: httpx.AsyncClient | None = None,
         headers: Mapping[str, str] | None = None,
@@ -107,12 +145,33 @@ class Model:
         self.base_url = (base_url or _base_url_from_env(self.vendor)).rstrip("/")
         self.max_retries = max_retries
         self.idle_timeout = idle_timeout
-        self.whole_response_timeout = httpx.Timeout(response_timeout, connect=connect_timeout)
+        self.timeouts = CallTimeouts(
+            idle=idle_timeout,
+            first_output=first_output_timeout,
+            attempt=attempt_timeout,
+            connect=connect_timeout,
+            response=response_timeout,
+            pool=pool_timeout,
+        )
+        self.limits = limits or ReadLimits()
+        # httpx's own read timeout is only a backstop: the transport's watchdog
+        # ends stalls; a whole body may be silent for response_timeout
+        backstop = max(attempt_timeout, first_output_timeout, idle_timeout)
+        self.whole_response_timeout = httpx.Timeout(
+            backstop, read=response_timeout, connect=connect_timeout, pool=pool_timeout
+        )
         self.stream_responses = stream
         self.extra_headers = dict(headers or {})
+        self.secrets = secrets_of(self.api_key, self.extra_headers)
+        self._redactor = Redactor(self.secrets)
         self._own_client = client is None
         self._client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(idle_timeout, connect=connect_timeout)
+            timeout=httpx.Timeout(backstop, connect=connect_timeout, pool=pool_timeout),
+            limits=httpx.Limits(
+                max_connections=max_connections,
+                max_keepalive_connections=min(20, max_connections),
+            ),
+            verify=shared_ssl_context(),
         )
 
     @property
@@ -155,7 +214,8 @@ class Model:
 
         Raises :class:`~zett_agent.errors.ProviderError` or
         :class:`~zett_agent.errors.TransportError` when the call fails with no
-        output, after the retries.
+        output, after the retries. Secrets in provider text are redacted
+        (:mod:`zett_agent.redact`).
         """
         await self.ensure_ready()
         request = replace(request, model=request.model or self.name)
@@ -171,13 +231,29 @@ class Model:
                 timeout = (
                     self.whole_response_timeout if http_request.response_format == "json" else None
                 )
+                redactor = self._redactor
                 async for item in send(
-                    self._client, url, http_request, self.headers(), decoder, timeout=timeout
+                    self._client,
+                    url,
+                    http_request,
+                    self.headers(),
+                    decoder,
+                    timeout=timeout,
+                    timeouts=self.timeouts,
+                    limits=self.limits,
+                    secrets=self.secrets,
                 ):
                     yielded = True
+                    if redactor:
+                        if type(item) is ModelResponse:
+                            item = redactor.response(item)
+                        else:
+                            item = redactor.event(item)  # type: ignore[arg-type]
                     yield item
                 return
             except (ProviderError, TransportError) as error:
+                if self._redactor:
+                    self._redactor.error(error)
                 if yielded or not error.retryable or attempt >= self.max_retries:
                     raise
                 delay = getattr(error, "retry_after", None)

@@ -7,7 +7,10 @@ from collections import defaultdict
 
 import pytest
 
+from .wire import WIRES
+
 _RESULTS: dict[tuple[str, str], list[bool]] = defaultdict(list)
+_PROTOCOLS = sorted(WIRES, key=len, reverse=True)  # "openai-responses" before "openai"
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -19,10 +22,11 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if match is None:
         return
     fault, params = match.groups()
-    parts = params.split("-")
-    protocol = "-".join(p for p in parts if not p.isdigit())
-    status = "-".join(p for p in parts if p.isdigit())
-    name = f"{fault}[{status}]" if status else fault
+    protocol = next((w for w in _PROTOCOLS if f"-{params}-".find(f"-{w}-") >= 0), None)
+    if protocol is None:  # not parametrized by protocol: not a row of the matrix
+        return
+    rest = f"-{params}-".replace(f"-{protocol}-", "-", 1).strip("-")
+    name = f"{fault}[{rest}]" if rest else fault  # an HTTP status, a keep-alive kind
     _RESULTS[(name, protocol)].append(report.passed)
 
 

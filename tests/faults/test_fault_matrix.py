@@ -41,6 +41,7 @@ from zett_agent import (
     create_agent,
 )
 from zett_agent.client import AgentClient
+from zett_agent.errors import CallTimeoutError
 from zett_agent.messages import Message
 from zett_agent.protocols.base import ModelRequest
 from zett_agent.testing import RecordedRequest, ReplayServer, Reply
@@ -192,10 +193,14 @@ async def test_stall_before_output_is_a_transport_error(wire: Wire, tmp_path: Pa
     reply = wire.reply(wire.answer(TEXTS), stall_after=len(wire.head()), stall_seconds=3.0)
     start = time.monotonic()
     with ReplayServer([reply]) as server:
-        outcome, stored = await run_client(server, wire, tmp_path, idle_timeout=0.5, max_retries=0)
+        outcome, stored = await run_client(
+            server, wire, tmp_path, idle_timeout=0.2, first_output_timeout=0.5, max_retries=0
+        )
         elapsed = time.monotonic() - start
-    assert isinstance(outcome, TransportError) and "idle" in str(outcome)
-    assert elapsed < 2.5, elapsed
+    # before output the first-output limit applies, not the (shorter) idle one
+    assert isinstance(outcome, CallTimeoutError) and outcome.limit == "first_output_timeout"
+    assert outcome.retryable and "first-output" in str(outcome)
+    assert 0.5 <= elapsed < 2.5, elapsed
     assert_nothing_stored_but_the_prompt(stored)
 
 

@@ -76,6 +76,14 @@ class Wire:
     def garbage(self) -> bytes:
         return sse("{not json")
 
+    def keepalive(self, kind: str) -> bytes:
+        """A piece that is not content progress: ``"comment"`` (an SSE comment, as
+        gateways send; a blank NDJSON line) or ``"empty"`` (the protocol's own event
+        with no content: Anthropic's ``ping``, an empty delta elsewhere)."""
+        if kind == "comment":
+            return b": processing\n\n" if self.content_type == "text/event-stream" else b"\n"
+        return self.text("")[0]
+
     def truncated(self) -> bytes:
         """An event cut off in the middle of its JSON."""
         whole = self.text("lost")[0]
@@ -164,6 +172,11 @@ class Anthropic(Wire):
             "delta": {"stop_reason": "tool_use" if call else "end_turn", "stop_sequence": None},
         }
         return [*end, sse(delta, "message_delta"), sse({"type": "message_stop"}, "message_stop")]
+
+    def keepalive(self, kind: str) -> bytes:
+        if kind == "empty":
+            return sse({"type": "ping"}, "ping")
+        return super().keepalive(kind)
 
     def error_event(self, message: str) -> list[bytes]:
         data = {"type": "error", "error": {"type": "overloaded_error", "message": message}}

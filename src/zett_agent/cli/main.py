@@ -137,6 +137,14 @@ def run(
     yes: Annotated[
         bool, typer.Option("--yes", "-y", help="Approve every call that waits for approval.")
     ] = False,
+    attempt_timeout: Annotated[
+        float | None,
+        typer.Option(
+            min=0.1,
+            help="Seconds each model call attempt may take, streamed or not (per call "
+            "attempt, not per run: every call and every retry gets its own). Default 600.",
+        ),
+    ] = None,
 ) -> None:
     try:
         offered = select_demo_tools(tools)
@@ -157,6 +165,7 @@ def run(
         mcp=tuple(mcp or ()),
         require_approval=tuple(require_approval or ()),
         yes=yes,
+        attempt_timeout=attempt_timeout,
     )
     previous = signal.signal(signal.SIGTERM, _interrupt)  # clean up (a local server) on kill
     try:

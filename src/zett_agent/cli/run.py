@@ -86,6 +86,7 @@ class RunOptions:
     mcp: Sequence[str] = ()  # --mcp: MCP server command lines or URLs
     require_approval: Sequence[str] = ()  # --require-approval: tool names or "all"
     yes: bool = False  # --yes: approve every call that waits
+    attempt_timeout: float | None = None
 
 
 class _Printer:
@@ -219,7 +220,10 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
     model: Model | None = None
     agent: Any = None
     try:
-        model = resolve_model(options.model)
+        timing = (
+            {} if options.attempt_timeout is None else {"attempt_timeout": options.attempt_timeout}
+        )
+        model = resolve_model(options.model, **timing)
         if getattr(model, "starts_server", False):
             printer.wait(f"Starting the local llama.cpp server ({model.name})…")
         await model.ensure_ready()

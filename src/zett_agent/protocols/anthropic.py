@@ -250,6 +250,8 @@ class AnthropicDecoder(Decoder):
             for field in ("text", "thinking", "signature"):
                 self._strings.pop((index, field), None)
             self._text_run = None
+            if block.get("type") == "redacted_thinking":
+                self.opaque_progress += 1  # progress for the idle clock, with no event
             if block.get("type") == "tool_use":
                 events = self.builder.tool_call(
                     index, id=as_text(block.get("id")), name=as_text(block.get("name"))
@@ -296,6 +298,7 @@ class AnthropicDecoder(Decoder):
         if kind == "signature_delta" and isinstance(delta.get("signature"), str):
             block = self._block(index, "thinking")
             self._append(index, block, "signature", delta["signature"])
+            self.opaque_progress += 1  # progress for the idle clock, with no event
             return []
         if kind == "input_json_delta" and isinstance(delta.get("partial_json"), str):
             block = self._block(index, "tool_use")

@@ -498,6 +498,10 @@ class Decoder(ABC):
         self.vendor = vendor
         self.builder = ResponseBuilder()
         self.malformed = 0
+        self.opaque_progress = 0
+        """Count of content pieces that make no stream event (an encrypted reasoning
+        item, a thinking signature, a redacted thinking block): the transport's idle
+        clock counts them as progress. Decoders add 1 for each."""
 
     def feed_sse(self, event: str, data: str) -> list[StreamEvent]:
         """Feed one SSE event (``event`` is "message" when unnamed)."""

@@ -301,6 +301,7 @@ class GeminiDecoder(Decoder):
             return self._function_call(part["functionCall"], part)
         if type(text) is not str:
             self.parts.append(part)  # inlineData, executableCode...: kept for replay
+            self.opaque_progress += 1  # a thought signature alone is progress too
             return []
         thought = part.get("thought") is True
         last = self.parts[-1] if self.parts else None

@@ -292,6 +292,8 @@ class ResponsesDecoder(Decoder):
     def _item_done(self, index: Any, item: dict[str, Any]) -> list[StreamEvent]:
         if isinstance(index, int) and not isinstance(index, bool):
             self._items[index] = item
+        if item.get("type") == "reasoning":
+            self.opaque_progress += 1  # encrypted reasoning: progress with no event
         if item.get("type") == "function_call":
             events = self._item_added(index, {**item, "arguments": None})
             key = self._call_key(item.get("id"), index)

@@ -1,0 +1,213 @@
+"""Bounded, sans-IO framing of response bytes: SSE events, NDJSON lines, gzip/deflate.
+
+The transport feeds raw bytes in and gets frames out; nothing here touches a socket,
+so the same code is fuzzed and benchmarked from memory. Every buffer is bounded:
+
+* :class:`SSEFramer` splits on ``\\r\\n``, ``\\r`` or ``\\n`` (the SSE spec, also across
+  chunk boundaries) and assembles ``event``/``data`` fields into ``(event, data)``
+  pairs; an event whose data, or a line still waiting for its end, grows past
+  ``max_event_bytes`` raises :class:`FrameTooLargeError`.
+* :class:`LineFramer` does the same for NDJSON lines (blank lines are skipped).
+* :class:`Inflater` decompresses ``gzip``/``deflate`` in pieces of at most
+  :data:`PIECE` bytes, so a small compressed body that inflates to gigabytes is
+  seen a piece at a time and a limit applies after decompression.
+
+Why not httpx-sse and httpx's line iterator: both buffer a line until its end
+arrives, with no limit (a 300 MB line with no newline is held whole), and httpx
+inflates each network chunk in one call (a 64 KB gzip chunk becomes 64 MB).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator
+
+__all__ = ["PIECE", "FrameTooLargeError", "Inflater", "LineFramer", "SSEFramer", "inflater_for"]
+
+PIECE = 64 * 1024
+"""Largest piece :class:`Inflater` returns at once, in bytes."""
+
+_NEWLINES = b"\r\n"
+
+
+class FrameTooLargeError(ValueError):
+    """One SSE event or NDJSON line is larger than the framer's ``max_event_bytes``."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"one event is over {limit} bytes ({size} read)")
+        self.size = size
+        self.limit = limit
+
+
+class _Lines:
+    """Splits bytes into complete lines (without their ends); keeps the unfinished
+    last line, bounded by ``limit``."""
+
+    __slots__ = ("_cr", "_limit", "_tail", "_tail_size")
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._tail: list[bytes] = []
+        self._tail_size = 0
+        self._cr = False  # the last chunk ended with "\r": a "\n" next is the same line end
+
+    def split(self, chunk: bytes) -> list[bytes]:
+        if self._cr:
+            self._cr = False
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+        if b"\n" not in chunk and b"\r" not in chunk:
+            if chunk:
+                self._tail.append(chunk)
+                self._tail_size += len(chunk)
+                if self._tail_size > self._limit:
+                    raise FrameTooLargeError(self._tail_size, self._limit)
+            return []
+        if self._tail:
+            self._tail.append(chunk)
+            chunk = b"".join(self._tail)
+            self._tail.clear()
+            self._tail_size = 0
+        lines = chunk.splitlines()
+        last = chunk[-1:]
+        if last == b"\r":
+            self._cr = True
+        elif last != b"\n":
+            rest = lines.pop()
+            if len(rest) > self._limit:
+                raise FrameTooLargeError(len(rest), self._limit)
+            self._tail.append(rest)
+            self._tail_size = len(rest)
+        return lines
+
+    @property
+    def idle(self) -> bool:
+        """Whether no unfinished line (nor a lone ``\\r``) is held."""
+        return not self._tail_size and not self._cr
+
+    @property
+    def pending(self) -> int:
+        """Bytes of an unfinished line held."""
+        return self._tail_size
+
+
+class SSEFramer:
+    """Server-sent events from bytes (WHATWG HTML, "Parsing an event stream").
+
+    :meth:`feed` returns ``(event, data)`` pairs, ``event`` being ``"message"`` when
+    the event had no ``event:`` field. As httpx-sse did, an event is dispatched at a
+    blank line when it had a ``data`` or an ``event`` field; comments (``:``), ``id``,
+    ``retry`` and unknown fields are read and dropped. An event not ended by a blank
+    line when the body ends is dropped (a truncated stream).
+    """
+
+    __slots__ = ("_data", "_event", "_limit", "_lines", "_size")
+
+    def __init__(self, max_event_bytes: int) -> None:
+        self._limit = max_event_bytes
+        self._lines = _Lines(max_event_bytes)
+        self._event: bytes | None = None
+        self._data: list[bytes] = []
+        self._size = 0
+
+    def feed(self, chunk: bytes) -> list[tuple[str, str]]:
+        """The events completed by ``chunk``; raises :class:`FrameTooLargeError`."""
+        if chunk[:1] in _NEWLINES and self._lines.idle and not chunk.strip(_NEWLINES):
+            # only line ends (keep-alive newlines, a blank-line flood): at most one dispatch
+            if self._data or self._event is not None:
+                return self._dispatch([])
+            return []
+        out: list[tuple[str, str]] = []
+        data = self._data
+        for line in self._lines.split(chunk):
+            if not line:
+                if data or self._event is not None:
+                    self._dispatch(out)
+                    data = self._data
+            elif line[:5] == b"data:":
+                value = line[6:] if line[5:6] == b" " else line[5:]
+                data.append(value)
+                self._size += len(value) + 1
+                if self._size > self._limit:
+                    raise FrameTooLargeError(self._size, self._limit)
+            elif line[:1] != b":":
+                name, _, value = line.partition(b":")
+                if name == b"event":
+                    self._event = value[1:] if value[:1] == b" " else value
+        return out
+
+    def _dispatch(self, out: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        event = self._event.decode("utf-8", "replace") if self._event else "message"
+        data = self._data
+        text = (data[0] if len(data) == 1 else b"\n".join(data)).decode("utf-8", "replace")
+        out.append((event, text))
+        self._event = None
+        self._data = []
+        self._size = 0
+        return out
+
+
+class LineFramer:
+    """NDJSON lines from bytes: each non-blank line, decoded as UTF-8 (bad bytes
+    replaced); raises :class:`FrameTooLargeError` for a line over ``max_event_bytes``.
+    A last line without its newline is returned by :meth:`close`."""
+
+    __slots__ = ("_lines",)
+
+    def __init__(self, max_event_bytes: int) -> None:
+        self._lines = _Lines(max_event_bytes)
+
+    def feed(self, chunk: bytes) -> list[str]:
+        return [
+            line.decode("utf-8", "replace") for line in self._lines.split(chunk) if line.strip()
+        ]
+
+    def close(self) -> list[str]:
+        return self.feed(b"\n") if self._lines.pending else []
+
+
+class Inflater:
+    """Decompresses one body in pieces of at most :data:`PIECE` bytes.
+
+    ``encoding`` is ``"gzip"`` or ``"deflate"`` (zlib-wrapped, or raw deflate as
+    some servers send). :meth:`pieces` raises ``zlib.error`` for corrupt data.
+    """
+
+    __slots__ = ("_deflate", "_z")
+
+    def __init__(self, encoding: str) -> None:
+        self._deflate = encoding == "deflate"
+        self._z = zlib.decompressobj(zlib.MAX_WBITS if self._deflate else zlib.MAX_WBITS | 16)
+
+    def pieces(self, data: bytes) -> Iterator[bytes]:
+        """The output of ``data``, a piece at a time (none may come: gzip headers)."""
+        z = self._z
+        try:
+            piece = z.decompress(data, PIECE)
+        except zlib.error:
+            if not self._deflate:
+                raise
+            z = self._z = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate, no zlib header
+            piece = z.decompress(data, PIECE)
+        self._deflate = False
+        while True:
+            if piece:
+                yield piece
+            tail = z.unconsumed_tail
+            if not tail:
+                return
+            piece = z.decompress(tail, PIECE)
+
+
+def inflater_for(content_encoding: str) -> Inflater | bool | None:
+    """An :class:`Inflater` for a ``Content-Encoding`` value; None for none or
+    ``identity``; False for an encoding this module does not read (br, zstd,
+    several encodings), which the caller then leaves to httpx."""
+    value = content_encoding.strip().lower()
+    if value in ("", "identity"):
+        return None
+    if value in ("gzip", "x-gzip"):
+        return Inflater("gzip")
+    if value == "deflate":
+        return Inflater("deflate")
+    return False

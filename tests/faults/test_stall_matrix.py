@@ -1,0 +1,354 @@
+"""Stalls, keep-alives, trickles and deadlines: every wire protocol, over a real socket.
+
+A stalled stream always ends at the time the host set (issue 11, part 2):
+
+* after output, idle means no **content progress**: keep-alives (SSE comments, an
+  Anthropic ``ping``, an empty delta, blank NDJSON lines) and a byte trickle do not
+  reset it; the answer ends INTERRUPTED with the text kept about ``idle_timeout``
+  after the last content;
+* before output, keep-alives may hold the call open up to ``first_output_timeout``
+  (then a retryable :class:`CallTimeoutError`), however short the idle timeout;
+* every attempt has a deadline, ``attempt_timeout``, streamed or not: INTERRUPTED
+  with the text kept after output, a :class:`CallTimeoutError` that is not retried
+  before;
+* waiting for a pooled connection is :class:`PoolTimeoutError`, not "idle".
+
+Times are measured from the client's side (the last TEXT_DELTA event), with wide
+margins (a loaded machine): what is checked is *which* clock ended the call, not
+speed; the clock that must not end it would end it several seconds later.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from zett_agent import (
+    AgentEventType,
+    AssistantMessage,
+    Model,
+    StopReason,
+    UserMessage,
+    create_agent,
+)
+from zett_agent.client import AgentClient
+from zett_agent.errors import CallTimeoutError, PoolTimeoutError, TransportError
+from zett_agent.messages import Message
+from zett_agent.protocols.base import ModelRequest
+from zett_agent.testing import ReplayServer, Reply
+
+from .test_fault_matrix import TEXTS, unused, write_note
+from .wire import WIRES, Wire, sse
+
+LIMIT = 15.0
+KINDS = ["comment", "empty"]
+
+
+@pytest.fixture(params=list(WIRES))
+def wire(request: pytest.FixtureRequest) -> Wire:
+    return WIRES[request.param]
+
+
+class Outcome:
+    """What one run gave: the final message or the error, when the last text delta
+    arrived and when the run ended (time.monotonic), and what the store holds."""
+
+    def __init__(self) -> None:
+        self.result: AssistantMessage | BaseException | None = None
+        self.last_text = 0.0
+        self.ended = 0.0
+        self.started = 0.0
+        self.stored: list[Message] = []
+
+    @property
+    def after_text(self) -> float:
+        return self.ended - self.last_text
+
+    @property
+    def elapsed(self) -> float:
+        return self.ended - self.started
+
+    def interrupted(self, limit: str) -> AssistantMessage:
+        message = self.result
+        assert isinstance(message, AssistantMessage), message
+        assert message.stop is not None and message.stop.reason is StopReason.INTERRUPTED
+        assert message.stop.detail["limit"] == limit, message.stop.detail
+        assert message.text and message.tool_calls == ()
+        last = self.stored[-1]
+        assert isinstance(last, AssistantMessage) and last.text == message.text
+        assert last.stop is not None and last.stop.detail["limit"] == limit
+        return message
+
+
+async def run(server: ReplayServer, wire: Wire, tmp_path: Path, **options: Any) -> Outcome:
+    options.setdefault("max_retries", 0)
+    model = Model(wire.vendor, "m", base_url=server.url, api_key="test-key", **options)
+    agent = await create_agent(model, tools=[write_note])
+    store = tmp_path / "sessions.sqlite3"
+    out = Outcome()
+    with anyio.fail_after(LIMIT):
+        async with AgentClient(agent, store, session_id="s") as client:
+            out.started = time.monotonic()
+            try:
+                async for event in client.stream("Write a note.", session_id="s"):
+                    if event.type is AgentEventType.TEXT_DELTA:
+                        out.last_text = time.monotonic()
+                    elif event.type is AgentEventType.RUN_COMPLETED:
+                        out.result = event.message
+            except TransportError as error:
+                out.result = error
+            out.ended = time.monotonic()
+        await agent.aclose()
+        async with AgentClient(agent, store) as again:
+            out.stored = await again.messages("s")
+    return out
+
+
+def paced(wire: Wire, chunks: list[bytes], delay: float) -> Reply:
+    return wire.reply(chunks, delay=delay)
+
+
+# ---------------------------------------------------------------- after output
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_keepalive_stall_after_text_ends_at_the_idle_timeout(
+    wire: Wire, kind: str, tmp_path: Path
+) -> None:
+    chunks = [*wire.head(), *wire.text(TEXTS[0]), *wire.text(TEXTS[1])]
+    chunks += [wire.keepalive(kind)] * 100  # 10 s of keep-alives, 0.1 s apart
+    with ReplayServer([paced(wire, chunks, 0.1), unused()]) as server:
+        out = await run(server, wire, tmp_path, idle_timeout=0.6)
+    message = out.interrupted("idle_timeout")
+    assert message.text == TEXTS[0] + TEXTS[1]
+    assert 0.5 <= out.after_text < 3.0, out.after_text  # not when the keep-alives stop
+    assert len(server.requests) == 1
+
+
+async def test_trickle_after_text_ends_at_the_idle_timeout(wire: Wire, tmp_path: Path) -> None:
+    event = wire.text(TEXTS[2])[0]  # its bytes arrive one by one, 0.1 s apart
+    chunks = [*wire.head(), *wire.text(TEXTS[0]), *wire.text(TEXTS[1])]
+    chunks += [event[i : i + 1] for i in range(len(event))]
+    with ReplayServer([paced(wire, chunks, 0.1), unused()]) as server:
+        out = await run(server, wire, tmp_path, idle_timeout=0.6)
+    message = out.interrupted("idle_timeout")
+    assert message.text == TEXTS[0] + TEXTS[1]
+    assert 0.5 <= out.after_text < 3.0, out.after_text
+    assert len(server.requests) == 1
+
+
+async def test_attempt_deadline_mid_stream_keeps_the_text(wire: Wire, tmp_path: Path) -> None:
+    chunks = [*wire.head(), *(c for i in range(100) for c in wire.text(f"{i} "))]
+    with ReplayServer([paced(wire, chunks, 0.1), unused()]) as server:
+        out = await run(server, wire, tmp_path, idle_timeout=5, attempt_timeout=1.2)
+    message = out.interrupted("attempt_timeout")  # content kept flowing: not idle
+    assert message.text.startswith("0 1 2 ") and len(message.text) < 200
+    assert 1.1 <= out.elapsed < 3.5, out.elapsed
+    assert len(server.requests) == 1
+
+
+# ---------------------------------------------------------------- before output
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_keepalives_before_output_outlast_the_idle_timeout(
+    wire: Wire, kind: str, tmp_path: Path
+) -> None:
+    chunks = [*wire.head(), *[wire.keepalive(kind)] * 12, *wire.answer(TEXTS)[len(wire.head()) :]]
+    with ReplayServer([paced(wire, chunks, 0.1)]) as server:
+        out = await run(server, wire, tmp_path, idle_timeout=0.4, first_output_timeout=8)
+    assert isinstance(out.result, AssistantMessage) and out.result.stop is None, out.result
+    assert out.result.text == "".join(TEXTS)
+    assert out.elapsed > 1.2  # the keep-alives alone lasted three idle timeouts
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_keepalives_before_output_end_at_the_first_output_limit(
+    wire: Wire, kind: str, tmp_path: Path
+) -> None:
+    chunks = [*wire.head(), *[wire.keepalive(kind)] * 100, *wire.answer(TEXTS)]
+    with ReplayServer([paced(wire, chunks, 0.1)]) as server:
+        out = await run(server, wire, tmp_path, idle_timeout=0.3, first_output_timeout=1.0)
+    error = out.result
+    assert isinstance(error, CallTimeoutError) and error.limit == "first_output_timeout"
+    assert error.retryable  # nothing came: sending again is safe
+    assert 0.9 <= out.elapsed < 3.5, out.elapsed
+    assert [type(m) for m in out.stored] == [UserMessage]
+
+
+async def test_attempt_deadline_before_any_byte_is_not_retried(wire: Wire, tmp_path: Path) -> None:
+    reply = wire.reply(wire.answer(TEXTS), stall_after=0, stall_seconds=4.0)
+    with ReplayServer([reply, unused()]) as server:
+        out = await run(server, wire, tmp_path, attempt_timeout=0.8, max_retries=2)
+    error = out.result
+    assert isinstance(error, CallTimeoutError) and error.limit == "attempt_timeout"
+    assert not error.retryable
+    assert 0.7 <= out.elapsed < 3.0, out.elapsed
+    assert len(server.requests) == 1
+
+
+async def test_attempt_deadline_bounds_a_trickled_whole_body(wire: Wire, tmp_path: Path) -> None:
+    """The case from the issue: ``response_timeout=3`` on a non-streamed answer that
+    trickles 2 bytes a second returned after 78 s; the deadline ends it."""
+    body = b'{"id": "x", "choices": [], "candidates": [], "content": []}' * 4
+    reply = Reply([body[i : i + 1] for i in range(len(body))], delay=0.5)
+    with ReplayServer([reply, unused()]) as server:
+        out = await run(
+            server, wire, tmp_path, stream=False, response_timeout=3, attempt_timeout=1.5
+        )
+    error = out.result
+    assert isinstance(error, CallTimeoutError) and error.limit == "attempt_timeout"
+    assert 1.4 <= out.elapsed < 4.0, out.elapsed
+    assert len(server.requests) == 1
+
+
+# ---------------------------------------------------------------- the pool
+
+
+async def test_pool_exhaustion_is_its_own_error(wire: Wire) -> None:
+    slow = wire.reply(wire.answer(TEXTS), stall_after=len(wire.head()) + 1, stall_seconds=2.0)
+    with ReplayServer([slow, wire.reply(wire.answer(TEXTS))]) as server:
+        model = Model(
+            wire.vendor,
+            "m",
+            base_url=server.url,
+            api_key="test-key",
+            max_connections=1,
+            pool_timeout=0.3,
+            idle_timeout=5,
+            max_retries=0,
+        )
+        request = ModelRequest("m", [UserMessage("hi")])
+        errors: list[BaseException] = []
+
+        async def second() -> None:
+            await anyio.sleep(0.2)  # the first call holds the only connection
+            try:
+                await model.complete(request)
+            except TransportError as error:
+                errors.append(error)
+
+        with anyio.fail_after(LIMIT):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(second)
+                first = await model.complete(request)
+        await model.aclose()
+    assert first.text == "".join(TEXTS)  # the call that held the connection is unharmed
+    assert len(errors) == 1 and isinstance(errors[0], PoolTimeoutError), errors
+    assert errors[0].limit == "pool_timeout" and "idle" not in str(errors[0])
+    assert len(server.requests) == 1
+
+
+# ---------------------------------------------------------------- the case file
+
+
+CASES = Path(__file__).parent.parent / "cases" / "stalls"
+
+
+async def test_case_anthropic_text_then_pings_every_half_second(tmp_path: Path) -> None:
+    """``cases/stalls``: some text, then only ``ping`` events every 0.5 s for 30 s,
+    ``idle_timeout=1``: INTERRUPTED with the text kept about 1 s after the last
+    content, not when the pings stop."""
+    head = Reply.file(CASES / "anthropic_text_then.sse").chunks
+    ping = (CASES / "anthropic_ping.sse").read_bytes()
+    reply = Reply([*head, *[ping] * 60], content_type="text/event-stream", delay=0.5)
+    with ReplayServer([reply, unused()]) as server:
+        out = await run(server, WIRES["anthropic"], tmp_path, idle_timeout=1, max_retries=2)
+    message = out.interrupted("idle_timeout")
+    assert message.text == "The three root causes were"
+    assert 0.9 <= out.after_text < 3.5, out.after_text
+    assert len(server.requests) == 1
+
+
+# ---------------------------------------------------------------- opaque progress
+
+
+def _anthropic_thinking(pieces: list[bytes]) -> list[bytes]:
+    wire = WIRES["anthropic"]
+    start = {
+        "type": "content_block_start",
+        "index": 1,
+        "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+    }
+    return [*wire.head(), *wire.text("Let me think. "), sse(start, "content_block_start"), *pieces]
+
+
+def _signature(n: int) -> bytes:
+    delta = {"type": "signature_delta", "signature": f"sig{n}"}
+    return sse({"type": "content_block_delta", "index": 1, "delta": delta}, "content_block_delta")
+
+
+def _redacted(n: int) -> bytes:
+    block = {"type": "redacted_thinking", "data": f"enc{n}"}
+    start = {"type": "content_block_start", "index": 2 + n, "content_block": block}
+    return sse(start, "content_block_start")
+
+
+@pytest.mark.parametrize("piece", [_signature, _redacted], ids=["signature", "redacted"])
+async def test_encrypted_reasoning_is_progress(piece: Any, tmp_path: Path) -> None:
+    """Signature deltas and redacted thinking blocks make no stream event, but they
+    are the model working: 2 s of them, 0.2 s apart, outlast idle_timeout=0.6."""
+    wire = WIRES["anthropic"]
+    opaque = [piece(n) for n in range(10)]
+    tail = [*wire.text("Done."), *wire.close_text(), *wire.tail("", None)]
+    reply = wire.reply([*_anthropic_thinking(opaque), *tail], delay=0.2)
+    with ReplayServer([reply]) as server:
+        out = await run(server, wire, tmp_path, idle_timeout=0.6)
+    assert isinstance(out.result, AssistantMessage) and out.result.stop is None, out.result
+    assert out.result.text == "Let me think. Done."
+
+
+async def test_responses_encrypted_reasoning_items_are_progress(tmp_path: Path) -> None:
+    wire = WIRES["openai-responses"]
+    items = [
+        sse(
+            {
+                "type": "response.output_item.done",
+                "output_index": 1 + n,
+                "item": {"type": "reasoning", "id": f"rs_{n}", "encrypted_content": "gAAA"},
+            },
+            "response.output_item.done",
+        )
+        for n in range(10)
+    ]
+    chunks = [*wire.head(), *wire.text("Hm. "), *items, *wire.text("Done.")]
+    chunks += [*wire.close_text(), *wire.tail("Hm. Done.", None)]
+    with ReplayServer([wire.reply(chunks, delay=0.2)]) as server:
+        out = await run(server, wire, tmp_path, idle_timeout=0.6)
+    assert isinstance(out.result, AssistantMessage) and out.result.stop is None, out.result
+    assert out.result.text == "Hm. Done."
+
+
+# ---------------------------------------------------------------- without the timer
+
+
+@pytest.fixture
+def no_timer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The watchdog as under a backend other than asyncio: a cancel scope per read."""
+    from zett_agent import watchdog
+
+    monkeypatch.setattr(watchdog, "asyncio_loop", lambda: None)
+
+
+@pytest.mark.usefixtures("no_timer")
+async def test_without_the_timer_keepalives_still_end_at_the_idle_timeout(tmp_path: Path) -> None:
+    wire = WIRES["anthropic"]
+    chunks = [*wire.head(), *wire.text(TEXTS[0]), *[wire.keepalive("empty")] * 100]
+    with ReplayServer([paced(wire, chunks, 0.1), unused()]) as server:
+        out = await run(server, wire, tmp_path, idle_timeout=0.6)
+    assert out.interrupted("idle_timeout").text == TEXTS[0]
+    assert 0.5 <= out.after_text < 3.0, out.after_text
+
+
+@pytest.mark.usefixtures("no_timer")
+async def test_without_the_timer_the_deadline_ends_a_silent_call(tmp_path: Path) -> None:
+    wire = WIRES["openai-chat"]
+    reply = wire.reply(wire.answer(TEXTS), stall_after=0, stall_seconds=4.0)
+    with ReplayServer([reply, unused()]) as server:
+        out = await run(server, wire, tmp_path, attempt_timeout=0.8, max_retries=2)
+    assert isinstance(out.result, CallTimeoutError) and out.result.limit == "attempt_timeout"
+    assert 0.7 <= out.elapsed < 3.0, out.elapsed

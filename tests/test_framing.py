@@ -1,0 +1,151 @@
+"""The bounded, sans-IO framers (zett_agent.protocols.framing): the same events as
+httpx-sse on every recording and any chunk split, lines bounded, inflation in pieces."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from pathlib import Path
+
+import httpx
+import pytest
+from httpx_sse import EventSource
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from zett_agent.protocols.framing import (
+    PIECE,
+    FrameTooLargeError,
+    Inflater,
+    LineFramer,
+    SSEFramer,
+    inflater_for,
+)
+
+RECORDINGS = sorted(Path(__file__).parent.joinpath("recordings").glob("*.sse"))
+
+
+def httpx_sse_events(data: bytes) -> list[tuple[str, str]]:
+    response = httpx.Response(200, content=data, headers={"content-type": "text/event-stream"})
+    return [(sse.event, sse.data) for sse in EventSource(response).iter_sse()]
+
+
+def framed(data: bytes, cuts: list[int], limit: int = 1 << 20) -> list[tuple[str, str]]:
+    framer = SSEFramer(limit)
+    out: list[tuple[str, str]] = []
+    start = 0
+    for cut in [*sorted({c % (len(data) + 1) for c in cuts}), len(data)]:
+        out += framer.feed(data[start:cut])
+        start = cut
+    return out
+
+
+@pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.name)
+def test_sse_framer_reads_every_recording_as_httpx_sse_does(path: Path) -> None:
+    data = path.read_bytes()
+    expected = httpx_sse_events(data)
+    assert framed(data, []) == expected
+    assert framed(data, list(range(1, len(data)))) == expected  # one byte at a time
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    index=st.integers(0, len(RECORDINGS) - 1),
+    cuts=st.lists(st.integers(0, 1 << 16), max_size=40),
+    crlf=st.booleans(),
+)
+def test_any_chunk_split_and_line_end_gives_the_same_events(
+    index: int, cuts: list[int], crlf: bool
+) -> None:
+    data = RECORDINGS[index].read_bytes().replace(b"\r\n", b"\n")
+    if crlf:
+        data = data.replace(b"\n", b"\r\n")
+    assert framed(data, cuts) == httpx_sse_events(data)
+
+
+def test_sse_fields_comments_and_line_ends() -> None:
+    data = (
+        b": OPENROUTER PROCESSING\r\n\r\n"
+        b"event: ping\rdata: {}\r\r"
+        b"id: 7\nretry: 10\ndata: a\ndata:b\n\n"
+        b"data: unterminated"
+    )
+    assert framed(data, [3, 30, 31]) == [("ping", "{}"), ("message", "a\nb")]
+
+
+def test_a_cr_at_a_chunk_end_and_lf_at_the_next_start_is_one_line_end() -> None:
+    framer = SSEFramer(1024)
+    assert framer.feed(b"data: x\r") == []
+    assert framer.feed(b"\n") == []  # the \n completes "\r\n": not a blank line
+    assert framer.feed(b"\r\n") == [("message", "x")]
+
+
+def test_blank_line_floods_dispatch_once_and_hold_nothing() -> None:
+    framer = SSEFramer(1024)
+    assert framer.feed(b"data: x\n") == []
+    assert framer.feed(b"\n" * 100_000) == [("message", "x")]
+    assert framer.feed(b"\r\n" * 100_000) == []
+
+
+def test_a_line_without_end_is_bounded() -> None:
+    framer = SSEFramer(1000)
+    framer.feed(b"data: " + b"x" * 900)
+    with pytest.raises(FrameTooLargeError) as caught:
+        framer.feed(b"x" * 200)
+    assert caught.value.limit == 1000 and caught.value.size > 1000
+
+
+def test_an_event_of_many_lines_is_bounded() -> None:
+    framer = SSEFramer(1000)
+    with pytest.raises(FrameTooLargeError):
+        framer.feed(b"data: " + b"y" * 100 + b"\n" + b"data: zz\n" * 400)
+
+
+def test_lines_under_the_limit_pass() -> None:
+    framer = SSEFramer(1000)
+    assert framer.feed(b"data: " + b"x" * 990 + b"\n\n") == [("message", "x" * 990)]
+
+
+def test_ndjson_lines() -> None:
+    lines = LineFramer(100)
+    assert lines.feed(b'{"a": 1}\n\n  \r\n{"b"') == ['{"a": 1}']
+    assert lines.feed(b": 2}\r\n") == ['{"b": 2}']
+    assert lines.feed(b'{"c": 3}') == []
+    assert lines.close() == ['{"c": 3}']
+    with pytest.raises(FrameTooLargeError):
+        lines.feed(b"x" * 101)
+
+
+def test_utf8_split_across_chunks_is_decoded_whole() -> None:
+    data = 'data: {"t": "héllo ✓"}\n\n'.encode()
+    assert framed(data, list(range(len(data)))) == [("message", '{"t": "héllo ✓"}')]
+
+
+def test_inflater_gives_bounded_pieces_of_a_bomb() -> None:
+    bomb = gzip.compress(b"\n" * (16 * PIECE))
+    inflater = inflater_for("gzip")
+    assert isinstance(inflater, Inflater)
+    pieces = list(inflater.pieces(bomb))
+    assert max(len(p) for p in pieces) <= PIECE
+    assert sum(len(p) for p in pieces) == 16 * PIECE
+
+
+@pytest.mark.parametrize("wrap", ["zlib", "raw"])
+def test_deflate_with_and_without_the_zlib_header(wrap: str) -> None:
+    body = b'{"ok": true}' * 100
+    if wrap == "zlib":
+        data = zlib.compress(body)
+    else:
+        packer = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+        data = packer.compress(body) + packer.flush()
+    inflater = inflater_for("deflate")
+    assert isinstance(inflater, Inflater)
+    assert b"".join(p for half in (data[:5], data[5:]) for p in inflater.pieces(half)) == body
+
+
+def test_encodings() -> None:
+    assert inflater_for("") is None and inflater_for("identity") is None
+    assert isinstance(inflater_for("GZIP"), Inflater)
+    assert inflater_for("br") is False and inflater_for("gzip, br") is False
+    with pytest.raises(zlib.error):
+        list(Inflater("gzip").pieces(b"not gzip at all"))

@@ -14,10 +14,10 @@ from pathlib import Path
 import anyio
 import pytest
 
+from stores import STORE_KINDS, open_store
 from zett_agent import (
     AgentClient,
     AssistantMessage,
-    InMemorySessionStore,
     Message,
     Model,
     SessionStore,
@@ -63,16 +63,9 @@ MESSAGES: list[Message] = [
 ]
 
 
-@pytest.fixture(params=["memory", "sqlite-memory", "sqlite-file"])
+@pytest.fixture(params=STORE_KINDS)
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SessionStore]:
-    made: SessionStore
-    if request.param == "memory":
-        made = InMemorySessionStore()
-    elif request.param == "sqlite-memory":
-        made = SQLiteSessionStore(":memory:")
-    else:
-        made = SQLiteSessionStore(tmp_path / "deep" / "sessions.sqlite3")
-    async with made:
+    async with open_store(request.param, tmp_path) as made:
         yield made
 
 

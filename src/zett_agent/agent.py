@@ -210,18 +210,22 @@ class Agent:
         *,
         history: Sequence[Message] | None = None,
         on_message: Callable[[Message], Any] | None = None,
+        run_id: str | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run and yield :class:`~zett_agent.events.AgentEvent` values as they happen.
 
         ``prompt`` None runs on the history as it is (to continue it).
         ``on_message`` is called (and awaited if async) with each message as soon
-        as it is complete, for durable storage. Raises
+        as it is complete, for durable storage. ``run_id`` names the run in events,
+        logs and spans (default: a random 12-hex id); a durable engine passes one
+        derived from its workflow id so a replayed run has the same one. Raises
         :class:`~zett_agent.approvals.PendingApprovalError` when ``messages`` has
         calls waiting for approval (answer them with :meth:`approve`).
         """
         if history is None:
             self._check_no_pending()
-        run = _Run(self, list(self.messages if history is None else history), on_message)
+        messages = list(self.messages if history is None else history)
+        run = _Run(self, messages, on_message, run_id=run_id)
         async with aclosing(self._drive(run, prompt, keep=history is None)) as events:
             async for event in events:
                 yield event

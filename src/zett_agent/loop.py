@@ -119,6 +119,7 @@ class _Run:
         on_replace: Callable[[int, Message], Any] | None = None,
         plan: ResumePlan | None = None,
         decided: tuple[ApprovalRequest, Mapping[str, Decision]] | None = None,
+        run_id: str | None = None,
     ) -> None:
         self.agent = agent
         self.decided = decided  # approvals: run these decisions before the first model call
@@ -126,7 +127,7 @@ class _Run:
         self.config = agent.config
         self.model: ModelClient = agent.model  # a RetryRequest may switch it for the run
         self.conversation = Conversation(messages, on_message, on_replace=on_replace, plan=plan)
-        self.run_id = uuid.uuid4().hex[:12]
+        self.run_id = run_id or uuid.uuid4().hex[:12]
         self.step = 0
         self.pauses = 0
         self.recoveries = RunRecoveries(self.run_id)

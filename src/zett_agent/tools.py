@@ -138,7 +138,7 @@ class Tool:
             return _error(call, f"invalid arguments: {_short(error)}")
         kwargs = {name: getattr(validated, name) for name in type(validated).model_fields}
         try:
-            if self.in_thread:  # abandoned on cancel: a thread cannot be stopped
+            if not inspect.iscoroutinefunction(self.function):  # abandoned on cancel
                 run = partial(self.function, **kwargs)
                 value = await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
             else:

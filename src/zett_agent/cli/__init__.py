@@ -5,6 +5,8 @@ commands; ``run`` and ``inspect`` hold what those commands do. A new command is 
 new module here that registers itself on ``app`` and is imported below.
 """
 
+from zett_agent.cli import runs as _runs  # noqa: F401  (registers submit and runs)
+from zett_agent.cli import worker as _worker  # noqa: F401  (registers worker)
 from zett_agent.cli.main import EXIT_CODES, app
 
 __all__ = ["EXIT_CODES", "app"]

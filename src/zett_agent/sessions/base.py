@@ -19,6 +19,13 @@ continues (Anthropic prefill) is appended with ``replaces`` = that answer's
 :meth:`SessionStore.rows` keeps both, so the cut-off text is never lost. Only the
 last message of a session can be replaced.
 
+An append may carry a ``key`` (a str the caller chooses, unique within the
+session): appending again with a key the session already holds stores nothing and
+returns the ``seq`` of the row stored under it, so a run that is replayed after a
+crash (:mod:`zett_agent.durable`) writes each message once. The same key with a
+different message raises :class:`~zett_agent.errors.SessionStoreError`. Rows
+appended without a key (everything stored before keys existed) have ``key`` None.
+
 A row that cannot be read, or one with a newer schema version, makes loading its
 session fail with :class:`~zett_agent.errors.SessionStoreError` naming the session
 and the row: nothing is skipped silently. Messages hold no API keys or request
@@ -53,6 +60,7 @@ __all__ = [
     "check_session_id",
     "decode_row",
     "encode_message",
+    "key_conflict",
     "live_rows",
     "messages_of",
     "replace_conflict",
@@ -69,7 +77,7 @@ class StoredRow:
 
     ``replaces`` is the ``seq`` of the row this one takes the place of in the
     loaded history (a joined resumed answer), else None. ``created_at`` is a Unix
-    time in seconds.
+    time in seconds. ``key`` is the idempotency key it was appended with, if any.
     """
 
     session_id: str
@@ -78,6 +86,7 @@ class StoredRow:
     schema_version: int = SCHEMA_VERSION
     replaces: int | None = None
     created_at: float = 0.0
+    key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -99,13 +108,23 @@ class SessionStore(ABC):
 
     @abstractmethod
     async def append(
-        self, session_id: str, message: SessionEntry, *, replaces: int | None = None
+        self,
+        session_id: str,
+        message: SessionEntry,
+        *,
+        replaces: int | None = None,
+        key: str | None = None,
     ) -> int:
         """Store ``message`` durably as the next row of ``session_id``; return its ``seq``.
 
         With ``replaces``, the row takes the place of row ``replaces``, which must
         be the last row of the session (else :class:`SessionStoreError`: the
         session changed meanwhile). The replaced row stays in :meth:`rows`.
+
+        With ``key``, the append is idempotent: when the session already holds a
+        row with that key, nothing is stored and that row's ``seq`` is returned
+        (checked before ``replaces``); when that row holds a different message,
+        :class:`SessionStoreError` is raised.
         """
 
     @abstractmethod
@@ -242,6 +261,16 @@ def decode_row(session_id: str, seq: int, schema_version: Any, data: Any) -> Ses
         return entry_from_dict(payload)
     except ValueError as error:
         raise fail(f"the stored data is not a message: {error}") from error
+
+
+def key_conflict(session_id: str, key: str, seq: int) -> SessionStoreError:
+    """The error for a keyed append whose key is stored with a different message."""
+    return SessionStoreError(
+        f"session {session_id!r}: key {key!r} is already stored (row {seq}) "
+        "with a different message",
+        session_id=session_id,
+        row=seq,
+    )
 
 
 def replace_conflict(session_id: str, replaces: int, last: int | None) -> SessionStoreError:

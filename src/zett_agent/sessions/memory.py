@@ -12,12 +12,14 @@ from zett_agent.sessions.base import (
     StoredRow,
     decode_row,
     encode_message,
+    key_conflict,
     replace_conflict,
 )
 
 __all__ = ["InMemorySessionStore"]
 
-_Row = tuple[int, int, int | None, float, str]  # seq, schema version, replaces, created_at, json
+# seq, schema version, replaces, created_at, json, key
+_Row = tuple[int, int, int | None, float, str, str | None]
 
 
 class InMemorySessionStore(SessionStore):
@@ -31,21 +33,34 @@ class InMemorySessionStore(SessionStore):
         self._sessions: dict[str, list[_Row]] = {}
 
     async def append(
-        self, session_id: str, message: SessionEntry, *, replaces: int | None = None
+        self,
+        session_id: str,
+        message: SessionEntry,
+        *,
+        replaces: int | None = None,
+        key: str | None = None,
     ) -> int:
         data = encode_message(session_id, message)
         rows = self._sessions.setdefault(session_id, [])
+        if key is not None:
+            for seq, _, _, _, stored, stored_key in rows:
+                if stored_key == key:
+                    if stored != data:
+                        raise key_conflict(session_id, key, seq)
+                    return seq
         last = rows[-1][0] if rows else None
         if replaces is not None and last != replaces:
             raise replace_conflict(session_id, replaces, last)
         seq = (last or 0) + 1
-        rows.append((seq, SCHEMA_VERSION, replaces, time.time(), data))
+        rows.append((seq, SCHEMA_VERSION, replaces, time.time(), data, key))
         return seq
 
     async def rows(self, session_id: str) -> list[StoredRow]:
         return [
-            StoredRow(session_id, seq, decode_row(session_id, seq, version, data), version, rep, at)
-            for seq, version, rep, at, data in self._sessions.get(session_id, ())
+            StoredRow(
+                session_id, seq, decode_row(session_id, seq, version, data), version, rep, at, key
+            )
+            for seq, version, rep, at, data, key in self._sessions.get(session_id, ())
         ]
 
     async def list_sessions(self) -> list[SessionInfo]:

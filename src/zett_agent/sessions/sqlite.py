@@ -6,14 +6,19 @@ transaction, so a message is on disk when :meth:`~SQLiteSessionStore.append`
 returns, a killed process leaves every complete message behind, and several
 processes can share the file (SQLite's locks, waiting up to ``timeout``).
 
-Layout (``PRAGMA user_version`` = 1)::
+Layout (``PRAGMA user_version`` = 2)::
 
     messages(session_id TEXT, seq INTEGER, schema_version INTEGER,
              replaces INTEGER NULL, created_at REAL, data TEXT,
+             idempotency_key TEXT NULL,
              PRIMARY KEY (session_id, seq))
+    UNIQUE INDEX messages_key ON messages(session_id, idempotency_key)
+        WHERE idempotency_key IS NOT NULL
 
-A file of layout 0 (the same table without ``replaces``) is upgraded in place
-when opened; a newer layout raises :class:`~zett_agent.errors.SessionStoreError`.
+A file of layout 0 (the table without ``replaces`` and ``idempotency_key``) or 1
+(without ``idempotency_key``) is upgraded in place when opened, its rows kept as
+they are (their key is None); a newer layout raises
+:class:`~zett_agent.errors.SessionStoreError`.
 
 A file that cannot be written (read-only file, folder or mount; or
 ``read_only=True``) is opened read-only: loading and listing work, and every
@@ -44,12 +49,13 @@ from zett_agent.sessions.base import (
     StoredRow,
     decode_row,
     encode_message,
+    key_conflict,
     replace_conflict,
 )
 
 __all__ = ["DB_LAYOUT_VERSION", "SQLiteSessionStore"]
 
-DB_LAYOUT_VERSION = 1
+DB_LAYOUT_VERSION = 2
 """``PRAGMA user_version`` of the file layout this code writes."""
 
 _T = TypeVar("_T")
@@ -62,8 +68,13 @@ CREATE TABLE messages (
     replaces INTEGER,
     created_at REAL NOT NULL,
     data TEXT NOT NULL,
+    idempotency_key TEXT,
     PRIMARY KEY (session_id, seq)
 ) WITHOUT ROWID
+"""
+_CREATE_KEY_INDEX = """
+CREATE UNIQUE INDEX IF NOT EXISTS messages_key ON messages (session_id, idempotency_key)
+WHERE idempotency_key IS NOT NULL
 """
 
 
@@ -101,6 +112,7 @@ class SQLiteSessionStore(SessionStore):
         self.read_only = read_only
         self._why_read_only = "opened with read_only=True" if read_only else ""
         self._replaces = "replaces"  # the column, or NULL in a layout-0 file read read-only
+        self._key = "idempotency_key"  # the column, or NULL in a layout-0/1 file read read-only
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._closed = False
@@ -111,16 +123,23 @@ class SQLiteSessionStore(SessionStore):
     # ------------------------------------------------------------ the interface
 
     async def append(
-        self, session_id: str, message: SessionEntry, *, replaces: int | None = None
+        self,
+        session_id: str,
+        message: SessionEntry,
+        *,
+        replaces: int | None = None,
+        key: str | None = None,
     ) -> int:
         data = encode_message(session_id, message)
-        return await self._run(self._append, session_id, data, replaces)
+        return await self._run(self._append, session_id, data, replaces, key)
 
     async def rows(self, session_id: str) -> list[StoredRow]:
         raw = await self._run(self._rows, session_id)
         return [
-            StoredRow(session_id, seq, decode_row(session_id, seq, version, data), version, rep, at)
-            for seq, version, rep, at, data in raw
+            StoredRow(
+                session_id, seq, decode_row(session_id, seq, version, data), version, rep, at, key
+            )
+            for seq, version, rep, at, data, key in raw
         ]
 
     async def list_sessions(self) -> list[SessionInfo]:
@@ -228,8 +247,9 @@ class SQLiteSessionStore(SessionStore):
                 raise
             if not columns:  # no session was ever written
                 conn.execute("CREATE TEMP TABLE messages (session_id, seq, schema_version,"
-                             " replaces, created_at, data)")  # fmt: skip
+                             " replaces, created_at, data, idempotency_key)")  # fmt: skip
             self._replaces = "replaces" if "replaces" in columns or not columns else "NULL"
+            self._key = "idempotency_key" if "idempotency_key" in columns or not columns else "NULL"
             return conn
         raise SessionStoreError(f"{self.path}: cannot open for reading: {failure}") from failure
 
@@ -242,12 +262,15 @@ class SQLiteSessionStore(SessionStore):
             conn.execute("BEGIN IMMEDIATE")
             try:
                 layout = self._layout(conn)  # another process may have set it up meanwhile
-                if layout == 0:
+                if layout < DB_LAYOUT_VERSION:
                     columns = {row[1] for row in conn.execute("PRAGMA table_info(messages)")}
                     if not columns:
                         conn.execute(_CREATE)
-                    elif "replaces" not in columns:
+                    if columns and "replaces" not in columns:
                         conn.execute("ALTER TABLE messages ADD COLUMN replaces INTEGER")
+                    if columns and "idempotency_key" not in columns:
+                        conn.execute("ALTER TABLE messages ADD COLUMN idempotency_key TEXT")
+                    conn.execute(_CREATE_KEY_INDEX)
                     conn.execute(f"PRAGMA user_version={DB_LAYOUT_VERSION}")
                 conn.execute("COMMIT")
             except BaseException:
@@ -279,9 +302,24 @@ class SQLiteSessionStore(SessionStore):
                 time.sleep(0.05)
 
     def _append(
-        self, conn: sqlite3.Connection, session_id: str, data: str, replaces: int | None
+        self,
+        conn: sqlite3.Connection,
+        session_id: str,
+        data: str,
+        replaces: int | None,
+        key: str | None,
     ) -> int:
         conn.execute("BEGIN IMMEDIATE")
+        if key is not None:
+            stored = conn.execute(
+                "SELECT seq, data FROM messages WHERE session_id = ? AND idempotency_key = ?",
+                (session_id, key),
+            ).fetchone()
+            if stored is not None:
+                conn.execute("ROLLBACK")
+                if stored[1] != data:
+                    raise key_conflict(session_id, key, int(stored[0]))
+                return int(stored[0])
         last = conn.execute(
             "SELECT MAX(seq) FROM messages WHERE session_id = ?", (session_id,)
         ).fetchone()[0]
@@ -289,17 +327,17 @@ class SQLiteSessionStore(SessionStore):
             raise replace_conflict(session_id, replaces, last)
         seq = int(last or 0) + 1
         conn.execute(
-            "INSERT INTO messages (session_id, seq, schema_version, replaces, created_at, data)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (session_id, seq, SCHEMA_VERSION, replaces, time.time(), data),
+            "INSERT INTO messages (session_id, seq, schema_version, replaces, created_at, data,"
+            " idempotency_key) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (session_id, seq, SCHEMA_VERSION, replaces, time.time(), data, key),
         )
         conn.execute("COMMIT")
         return seq
 
     def _rows(self, conn: sqlite3.Connection, session_id: str) -> list[tuple[Any, ...]]:
         return conn.execute(
-            f"SELECT seq, schema_version, {self._replaces}, created_at, data FROM messages"
-            " WHERE session_id = ? ORDER BY seq",
+            f"SELECT seq, schema_version, {self._replaces}, created_at, data, {self._key}"
+            " FROM messages WHERE session_id = ? ORDER BY seq",
             (session_id,),
         ).fetchall()
 

@@ -1,0 +1,171 @@
+"""``zett submit`` and ``zett runs``: queue durable runs and watch them from any
+process (extra ``durable``); workers (``zett worker``) run them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from zett_agent.cli.main import _err, _out, app
+from zett_agent.cli.worker import DbOption, SessionsOption
+
+__all__ = ["runs_app", "submit"]
+
+_T = TypeVar("_T")
+
+runs_app = typer.Typer(
+    name="runs",
+    help="List durable runs, see one's status or result, cancel one.",
+    no_args_is_help=True,
+)
+app.add_typer(runs_app)
+
+
+def _with_runs(db: str | None, sessions: str, work: Callable[[Any], Awaitable[_T]]) -> _T:
+    try:
+        from zett_agent.durable.runs import DurableRuns
+        from zett_agent.durable.runtime import system_database_for
+    except ImportError as error:
+        _err().print(f"this command needs the extra: pip install 'zett-agent[durable]' ({error})")
+        raise typer.Exit(2) from error
+    from zett_agent.errors import ConfigError
+
+    async def main() -> _T:
+        async with DurableRuns(db or system_database_for(sessions)) as runs:
+            return await work(runs)
+
+    try:
+        return asyncio.run(main())
+    except ConfigError as error:
+        _err().print(f"error: {error}")
+        raise typer.Exit(1) from error
+
+
+def _record(info: Any) -> dict[str, Any]:
+    return {
+        "run_id": info.run_id,
+        "status": info.status,
+        "agent": info.agent,
+        "session_id": info.session_id,
+        "executor_id": info.executor_id,
+        "app_version": info.app_version,
+        "created_at": info.created_at,
+        "updated_at": info.updated_at,
+        "error": info.error,
+    }
+
+
+@app.command()
+def submit(
+    prompt: Annotated[str, typer.Argument(help="What to ask.")],
+    agent: Annotated[str, typer.Option("--agent", help="The durable agent's name.")],
+    session: Annotated[str, typer.Option("--session", help="The session id.")],
+    run_id: Annotated[
+        str | None, typer.Option("--run-id", help="Your run id (submitting it again is a no-op).")
+    ] = None,
+    wait: Annotated[bool, typer.Option(help="Wait for the run and print its answer.")] = False,
+    sessions: SessionsOption = "sessions.sqlite3",
+    db: DbOption = None,
+) -> None:
+    """Queue a durable run for the workers; print its run id."""
+
+    async def work(runs: Any) -> None:
+        submitted = await runs.submit(agent, prompt, session_id=session, run_id=run_id)
+        _out().print(submitted)
+        if wait:
+            message = await runs.result(submitted)
+            _out().print(message.text, soft_wrap=True)
+            if message.stop is not None:
+                _err().print(f"⚠ stopped: {message.stop.describe()}")
+
+    _with_runs(db, sessions, work)
+
+
+@runs_app.command("list")
+def list_runs(
+    limit: Annotated[int, typer.Option(min=1, help="How many, newest first.")] = 20,
+    status: Annotated[str | None, typer.Option(help="Only runs in this status.")] = None,
+    sessions: SessionsOption = "sessions.sqlite3",
+    db: DbOption = None,
+) -> None:
+    """One JSON record per run, newest first."""
+
+    async def work(runs: Any) -> None:
+        for info in await runs.list_runs(limit=limit, status=status):
+            _out().print(json.dumps(_record(info)), soft_wrap=True, markup=False)
+
+    _with_runs(db, sessions, work)
+
+
+@runs_app.command("status")
+def run_status(
+    run_id: str, sessions: SessionsOption = "sessions.sqlite3", db: DbOption = None
+) -> None:
+    """The run as one JSON record; exit status 1 when there is no such run."""
+
+    async def work(runs: Any) -> Any:
+        return await runs.status(run_id)
+
+    info = _with_runs(db, sessions, work)
+    if info is None:
+        _err().print(f"no run {run_id!r}")
+        raise typer.Exit(1)
+    _out().print(json.dumps(_record(info)), soft_wrap=True, markup=False)
+
+
+@runs_app.command("result")
+def run_result(
+    run_id: str, sessions: SessionsOption = "sessions.sqlite3", db: DbOption = None
+) -> None:
+    """Wait for the run and print its final answer."""
+
+    async def work(runs: Any) -> Any:
+        return await runs.result(run_id)
+
+    message = _with_runs(db, sessions, work)
+    _out().print(message.text, soft_wrap=True, markup=False)
+    if message.stop is not None:
+        _err().print(f"⚠ stopped: {message.stop.describe()}")
+
+
+@runs_app.command("cancel")
+def run_cancel(
+    run_id: str, sessions: SessionsOption = "sessions.sqlite3", db: DbOption = None
+) -> None:
+    """Cancel the run (it stops at its next step)."""
+
+    async def work(runs: Any) -> None:
+        await runs.cancel(run_id)
+
+    _with_runs(db, sessions, work)
+    _out().print(f"cancelled {run_id}")
+
+
+@runs_app.command("resume")
+def run_resume(
+    run_id: str, sessions: SessionsOption = "sessions.sqlite3", db: DbOption = None
+) -> None:
+    """Put a cancelled or failed run back on the queue; it goes on from its checkpoints."""
+
+    async def work(runs: Any) -> None:
+        await runs.resume(run_id)
+
+    _with_runs(db, sessions, work)
+    _out().print(f"resumed {run_id}")
+
+
+@runs_app.command("recover")
+def run_recover(
+    executor_id: str, sessions: SessionsOption = "sessions.sqlite3", db: DbOption = None
+) -> None:
+    """Requeue the unfinished runs of a dead executor for any worker."""
+
+    async def work(runs: Any) -> Any:
+        return await runs.recover_executor(executor_id)
+
+    for run_id in _with_runs(db, sessions, work):
+        _out().print(run_id)

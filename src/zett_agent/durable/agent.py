@@ -1,0 +1,135 @@
+"""DurableAgent: an ordinary :class:`~zett_agent.agent.Agent` run as DBOS workflows."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterable
+from dataclasses import replace
+
+from dbos import DBOS, SetWorkflowID
+
+from zett_agent.agent import Agent
+from zett_agent.durable import runtime
+from zett_agent.durable.steps import DurableExtension, DurableModel, StepTool, is_idempotent
+from zett_agent.messages import AssistantMessage, message_from_dict
+from zett_agent.sessions import SessionStore, SQLiteSessionStore
+
+__all__ = ["DurableAgent", "new_run_id"]
+
+
+def new_run_id() -> str:
+    """A fresh run id (a random UUID, hex)."""
+    return uuid.uuid4().hex
+
+
+class DurableAgent:
+    """Runs ``agent`` durably, in sessions of ``store``.
+
+    Args:
+        agent: the agent, as :func:`~zett_agent.agent.create_agent` made it. It is
+            read at the start of every run (model, tools, extensions, config), so
+            later changes to it are used; it is never changed.
+        store: the :class:`SessionStore` (or a path for a
+            :class:`SQLiteSessionStore`) the runs' messages are stored in.
+        name: the name runs refer to it by (default ``agent.config.name``); step
+            names derive from it, so keep it stable across releases.
+        idempotent_tools: names of tools that are safe to run again when the
+            process died while they ran (or mark the function with
+            :func:`~zett_agent.durable.idempotent`); any other such call is
+            answered with :data:`~zett_agent.durable.steps.TOOL_INTERRUPTED`.
+
+    Make every durable agent of a process before :func:`launch` (a run recovered
+    at launch needs its agent). Tool calls of one answer run one after another
+    in a durable run (each is a step, and step order must be the same on replay).
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        store: SessionStore | str | os.PathLike[str],
+        *,
+        name: str | None = None,
+        idempotent_tools: Iterable[str] = (),
+    ) -> None:
+        self.agent = agent
+        self.store: SessionStore = (
+            store if isinstance(store, SessionStore) else SQLiteSessionStore(store)
+        )
+        self.name = name or agent.config.name
+        self.idempotent_tools = frozenset(idempotent_tools)
+        self._own_store = not isinstance(store, SessionStore)
+        runtime.register(self)
+
+    async def aclose(self) -> None:
+        """Stop answering runs for :attr:`name` in this process; close the store if
+        this object made it from a path. The agent is left open."""
+        runtime.unregister(self)
+        if self._own_store:
+            await self.store.aclose()
+
+    async def __aenter__(self) -> DurableAgent:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def step_agent(self) -> Agent:
+        """The agent a run uses: the same agent with its model call, tool calls and
+        hooks as steps, and tool calls one after another."""
+        source = self.agent
+        prefix = self.name
+        tools = [
+            StepTool.wrap(
+                tool,
+                f"{prefix}.tool",
+                idempotent=tool.name in self.idempotent_tools or is_idempotent(tool),
+            )
+            for tool in source.tools.values()
+        ]
+        copy = Agent(
+            DurableModel(source.model, f"{prefix}.model"),
+            replace(source.config, parallel_tools=False),
+            tools,
+            [DurableExtension(extension, prefix) for extension in source.extensions],
+        )
+        copy.max_pause_continuations = source.max_pause_continuations
+        copy.continue_prompt = source.continue_prompt
+        return copy
+
+    async def run(
+        self, prompt: str | None, *, session_id: str, run_id: str | None = None
+    ) -> AssistantMessage:
+        """Run ``prompt`` in the session as a durable run in this process and return
+        its final message (as :meth:`Agent.run`: an abnormal stop is on
+        ``message.stop``). A ``run_id`` that exists already is not started again:
+        its result is returned (waiting for it if it is still going). Raises
+        :class:`~zett_agent.errors.ConfigError` before :func:`launch`."""
+        runtime.require_launched()
+        with SetWorkflowID(run_id or new_run_id()):
+            handle = await DBOS.start_workflow_async(
+                runtime.run_workflow, self.name, session_id, prompt
+            )
+        return final_of(await handle.get_result())
+
+    async def submit(
+        self, prompt: str | None, *, session_id: str, run_id: str | None = None
+    ) -> str:
+        """Put a run on the queue for any worker (this process too, once launched)
+        and return its run id. Submitting a run id again changes nothing."""
+        runtime.require_launched()
+        run_id = run_id or new_run_id()
+        with SetWorkflowID(run_id):
+            await DBOS.enqueue_workflow_async(
+                runtime.QUEUE_NAME, runtime.run_workflow, self.name, session_id, prompt
+            )
+        return run_id
+
+
+def final_of(output: str) -> AssistantMessage:
+    """The final message of a run from the workflow's output (stored JSON)."""
+    import json
+
+    message = message_from_dict(json.loads(output))
+    assert isinstance(message, AssistantMessage)
+    return message

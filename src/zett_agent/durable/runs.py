@@ -1,0 +1,152 @@
+"""DurableRuns: submit, list, watch and cancel durable runs from any process.
+
+It talks to DBOS's system database only (through ``dbos.DBOSClient``), so a host
+or ``zett submit`` needs no agent and no model: a worker (``zett worker``, or any
+process that made the agent and called :func:`~zett_agent.durable.launch`) takes
+the run from the queue :data:`~zett_agent.durable.QUEUE_NAME` and runs it.
+
+Run ids are the caller's: submitting an id that exists changes nothing and
+returns it (idempotent submit). A run's status is DBOS's: ``ENQUEUED`` (waiting
+for a worker), ``PENDING`` (running, or left by a dead worker until it is
+recovered), ``SUCCESS``, ``ERROR``, ``CANCELLED``, ``MAX_RECOVERY_ATTEMPTS_EXCEEDED``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from dbos import DBOSClient, EnqueueOptions, WorkflowHandleAsync
+
+from zett_agent.durable.agent import final_of, new_run_id
+from zett_agent.durable.runtime import APP_NAME, QUEUE_NAME, WORKFLOW_NAME
+from zett_agent.errors import ConfigError
+from zett_agent.messages import AssistantMessage
+
+__all__ = ["DurableRuns", "RunInfo"]
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One durable run as DBOS records it. Times are Unix seconds."""
+
+    run_id: str
+    status: str
+    agent: str | None
+    session_id: str | None
+    prompt: str | None
+    created_at: float | None
+    updated_at: float | None
+    executor_id: str | None
+    app_version: str | None
+    error: str | None
+
+
+def _info(status: Any) -> RunInfo:
+    args = tuple((status.input or {}).get("args", ())) if status.input else ()
+    agent, session, prompt = (*args, None, None, None)[:3]
+    return RunInfo(
+        run_id=status.workflow_id,
+        status=str(status.status),
+        agent=agent,
+        session_id=session,
+        prompt=prompt,
+        created_at=status.created_at / 1000 if status.created_at else None,
+        updated_at=status.updated_at / 1000 if status.updated_at else None,
+        executor_id=status.executor_id,
+        app_version=status.app_version,
+        error=None if status.error is None else f"{type(status.error).__name__}: {status.error}",
+    )
+
+
+class DurableRuns:
+    """Durable runs in one DBOS system database (``sqlite:///...`` or
+    ``postgresql://...``), which a worker must have created already.
+
+    Raises :class:`ConfigError` when the database cannot be reached.
+    """
+
+    def __init__(self, system_database_url: str) -> None:
+        try:
+            self._client = DBOSClient(
+                system_database_url=system_database_url,
+                application_name=APP_NAME,
+                retry_connection_errors=False,
+            )
+        except Exception as error:
+            raise ConfigError(f"cannot reach the durable runs database: {error}") from error
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self._client.destroy)
+
+    async def __aenter__(self) -> DurableRuns:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def submit(
+        self,
+        agent: str,
+        prompt: str | None,
+        *,
+        session_id: str,
+        run_id: str | None = None,
+        app_version: str | None = None,
+    ) -> str:
+        """Queue a run of the durable agent named ``agent``; return its run id.
+
+        ``app_version`` None: the run is taken by workers of the newest
+        application version registered."""
+        options: EnqueueOptions = {
+            "workflow_name": WORKFLOW_NAME,
+            "queue_name": QUEUE_NAME,
+            "workflow_id": run_id or new_run_id(),
+            "workflow_id_reuse_policy": "return-existing",
+        }
+        if app_version is not None:
+            options["app_version"] = app_version
+        handle: WorkflowHandleAsync[str] = await self._client.enqueue_async(
+            options, agent, session_id, prompt
+        )
+        return handle.get_workflow_id()
+
+    async def status(self, run_id: str) -> RunInfo | None:
+        """The run, or None when there is none with that id."""
+        found = await self._client.list_workflows_async(workflow_ids=[run_id], load_output=False)
+        return _info(found[0]) if found else None
+
+    async def list_runs(self, *, limit: int = 50, status: str | None = None) -> list[RunInfo]:
+        """The newest runs first (``status``: only those, e.g. ``"PENDING"``)."""
+        found = await self._client.list_workflows_async(
+            name=WORKFLOW_NAME, status=status, limit=limit, sort_desc=True, load_output=False
+        )
+        return [_info(s) for s in found]
+
+    async def result(self, run_id: str, *, poll: float = 0.2) -> AssistantMessage:
+        """Wait for the run to end and return its final message; raises the run's
+        error, or DBOS's ``DBOSAwaitedWorkflowCancelledError`` for a cancelled run."""
+        handle: WorkflowHandleAsync[str] = await self._client.retrieve_workflow_async(run_id)
+        return final_of(await handle.get_result(polling_interval_sec=poll))
+
+    async def cancel(self, run_id: str) -> None:
+        """Cancel the run: it stops at its next step (a running step finishes)."""
+        await self._client.cancel_workflow_async(run_id)
+
+    async def resume(self, run_id: str) -> None:
+        """Put a cancelled (or failed) run back on the queue; it carries on from its
+        checkpoints, a tool cut by the cancel answered as after a crash."""
+        await self._client.resume_workflow_async(run_id, queue_name=QUEUE_NAME)
+
+    async def recover_executor(self, executor_id: str) -> list[str]:
+        """Put the unfinished runs of ``executor_id`` back on the queue for any
+        worker; return their ids. Only for an executor known to be dead (a live
+        one would go on running them too): see the README's "Durable runs"."""
+        pending = await self._client.list_workflows_async(
+            name=WORKFLOW_NAME, status="PENDING", executor_id=executor_id, load_output=False
+        )
+        ids = [s.workflow_id for s in pending]
+        for run_id in ids:
+            await self._client.resume_workflow_async(run_id, queue_name=QUEUE_NAME)
+        return ids

@@ -1,0 +1,56 @@
+"""The session stores every store test runs against (``STORE_KINDS``), made by
+:func:`open_store`. ``postgres`` needs a server: set ``ZETT_TEST_POSTGRES_DSN``
+(``.ci/run`` starts a throwaway cluster and sets it); without it those cases skip."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from zett_agent import InMemorySessionStore, SessionStore, SQLiteSessionStore
+
+POSTGRES_DSN_VARIABLE = "ZETT_TEST_POSTGRES_DSN"
+
+STORE_KINDS = [
+    "memory",
+    "sqlite-memory",
+    "sqlite-file",
+    pytest.param("postgres", marks=pytest.mark.postgres),
+]
+
+
+def postgres_dsn() -> str:
+    """The test server's DSN, or skip the test saying how to get one."""
+    dsn = os.environ.get(POSTGRES_DSN_VARIABLE)
+    if not dsn:
+        pytest.skip(
+            f"no PostgreSQL server: set {POSTGRES_DSN_VARIABLE} (e.g. "
+            "postgresql://postgres@127.0.0.1:5432/postgres); .ci/run starts one"
+        )
+    return dsn
+
+
+@asynccontextmanager
+async def open_store(kind: str, tmp_path: Path) -> AsyncIterator[SessionStore]:
+    """A fresh, empty store of ``kind``; PostgreSQL gets a table prefix of its own."""
+    made: SessionStore
+    if kind == "memory":
+        made = InMemorySessionStore()
+    elif kind == "sqlite-memory":
+        made = SQLiteSessionStore(":memory:")
+    elif kind == "sqlite-file":
+        made = SQLiteSessionStore(tmp_path / "deep" / "sessions.sqlite3")
+    elif kind == "postgres":
+        dsn = postgres_dsn()
+        from zett_agent.sessions.postgres import PostgresSessionStore
+
+        made = PostgresSessionStore(dsn, schema=f"t_{uuid.uuid4().hex[:12]}")
+    else:
+        raise ValueError(kind)
+    async with made:
+        yield made

@@ -1,0 +1,334 @@
+"""Durable runs in this process (DBOS on a SQLite file per test): step names are
+pinned, a run id runs once, hooks are checkpointed, checkpoints round-trip, and the
+core imports without the extra. The SIGKILL crash matrix is test_durable_crash.py."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("dbos", reason="durable runs need the 'durable' extra (dbos)")
+
+from dbos import DBOS
+
+from zett_agent import (
+    Agent,
+    AgentRunConfig,
+    AssistantMessage,
+    Message,
+    ProviderError,
+    StopInfo,
+    StopReason,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from zett_agent.durable import TOOL_INTERRUPTED, DurableAgent, DurableConfig, launch, shutdown
+from zett_agent.durable.checkpoints import (
+    decode_model_call,
+    encode_model_error,
+    encode_model_response,
+)
+from zett_agent.errors import ConfigError, StreamError
+from zett_agent.extensions import Extension, RetryRequest
+from zett_agent.protocols.base import ModelResponse
+from zett_agent.testing.scripted import ScriptedModel, reply
+
+pytestmark = pytest.mark.timeout(60)
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+@pytest.fixture
+async def dbos_sqlite(tmp_path: Path) -> AsyncIterator[Path]:
+    """DBOS launched on a fresh SQLite system database; stopped after the test."""
+    await launch(DurableConfig(f"sqlite:///{tmp_path / 'dbos.sqlite3'}", executor_id="test"))
+    try:
+        yield tmp_path
+    finally:
+        shutdown()
+
+
+def weather(city: str) -> str:
+    """The weather of a city.
+
+    Args:
+        city: the city.
+    """
+    return f"sunny in {city}"
+
+
+class Hooks(Extension):
+    """Pending messages once, and one veto of completion."""
+
+    def __init__(self) -> None:
+        self.pending = [UserMessage("(a background task finished)")]
+        self.vetoed = False
+
+    def pending_messages(self) -> list[Message]:
+        taken, self.pending = self.pending, []
+        return taken
+
+    def on_complete(self, message: AssistantMessage, messages: Sequence[Message]) -> str | None:
+        if self.vetoed:
+            return None
+        self.vetoed = True
+        return "Check once more."
+
+
+class Watch(Extension):
+    """Observes models and tools; answers a call to ``blocked`` itself."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def before_model(self, request: Any) -> None:
+        self.seen.append("before_model")
+
+    def after_model(self, response: Any) -> None:
+        self.seen.append("after_model")
+
+    def before_tool(self, call: ToolCall) -> ToolResultMessage | None:
+        self.seen.append(f"before_tool:{call.name}")
+        return None
+
+    def after_tool(self, call: ToolCall, result: ToolResultMessage) -> ToolResultMessage:
+        return ToolResultMessage(result.tool_call_id, result.name, result.content + " (seen)")
+
+
+def tool_script() -> ScriptedModel:
+    return ScriptedModel(
+        reply("Looking.", [ToolCall("c1", "weather", '{"city": "Paris"}')]),
+        reply("Sunny."),
+        reply("Checked: sunny."),
+    )
+
+
+async def test_step_names_are_persisted_data_and_pinned(dbos_sqlite: Path) -> None:
+    watch = Watch()
+    agent = Agent(tool_script(), AgentRunConfig("pinned"), [weather], [Hooks(), watch])
+    async with DurableAgent(agent, dbos_sqlite / "s.sqlite3") as durable:
+        final = await durable.run("weather?", session_id="s", run_id="r-pinned")
+        assert final.text == "Checked: sunny."
+        steps = await DBOS.list_workflow_steps_async("r-pinned")
+        names = [step["function_name"] for step in steps]
+        # a hook an extension does not override is no step
+        model = ["pinned.Watch.before_model", "pinned.model", "pinned.Watch.after_model"]
+        assert names == [
+            "pinned.session",
+            "pinned.Hooks.pending_messages",
+            *model,
+            "pinned.Watch.before_tool",
+            "pinned.tool.weather.started",
+            "pinned.tool.weather",
+            "pinned.Watch.after_tool",
+            "pinned.Hooks.pending_messages",
+            *model,
+            "pinned.Hooks.on_complete",
+            "pinned.Hooks.pending_messages",
+            *model,
+            "pinned.Hooks.on_complete",
+        ]
+        assert watch.seen.count("before_model") == 3
+        assert watch.seen.count("before_tool:weather") == 1
+        stored = await durable.store.load("s")
+        assert stored[1] == UserMessage("(a background task finished)")
+        assert ToolResultMessage("c1", "weather", "sunny in Paris (seen)") in stored
+        assert UserMessage("Check once more.") in stored
+
+
+async def test_a_run_id_runs_once(dbos_sqlite: Path) -> None:
+    model = ScriptedModel(reply("Only once."))  # a second model call would fail
+    async with DurableAgent(Agent(model), dbos_sqlite / "s.sqlite3", name="once") as durable:
+        first = await durable.run("hi", session_id="s", run_id="r-once")
+        again = await durable.run("hi", session_id="s", run_id="r-once")
+        assert first == again == (await durable.store.load("s"))[-1]
+        assert len(model.requests) == 1
+        assert [r.key for r in await durable.store.rows("s")] == ["r-once:0", "r-once:1"]
+
+
+async def test_a_second_run_in_the_session_sees_the_first(dbos_sqlite: Path) -> None:
+    model = ScriptedModel(reply("One."), reply("Two."))
+    async with DurableAgent(Agent(model), dbos_sqlite / "s.sqlite3", name="two") as durable:
+        await durable.run("first", session_id="s", run_id="r-1")
+        await durable.run("second", session_id="s", run_id="r-2")
+        sent = model.requests[1].messages
+        assert sent == [UserMessage("first"), (await durable.store.load("s"))[1], sent[2]]
+        assert sent[2] == UserMessage("second")
+        assert len(await durable.store.load("s")) == 4
+
+
+async def test_a_failed_model_call_is_raised_with_its_fields(dbos_sqlite: Path) -> None:
+    failing = StreamError(
+        "overloaded", provider="anthropic", status=200, error_type="overloaded_error"
+    )
+    model = ScriptedModel(failing)
+    async with DurableAgent(Agent(model), dbos_sqlite / "s.sqlite3", name="fails") as durable:
+        with pytest.raises(StreamError) as caught:
+            await durable.run("hi", session_id="s", run_id="r-fail")
+        assert caught.value.error_type == "overloaded_error"
+        assert caught.value.provider == "anthropic"
+
+
+class SwitchModel(Extension):
+    def recover(self, context: Any) -> RetryRequest:
+        return RetryRequest(context.request, model=ScriptedModel(reply("other")))
+
+
+async def test_a_recovery_that_switches_model_is_refused(dbos_sqlite: Path) -> None:
+    refused = reply("No.", stop=StopReason.REFUSAL)
+    agent = Agent(ScriptedModel(refused), extensions=[SwitchModel()])
+    async with DurableAgent(agent, dbos_sqlite / "s.sqlite3", name="switch") as durable:
+        with pytest.raises(ConfigError, match="cannot switch models"):
+            await durable.run("hi", session_id="s", run_id="r-switch")
+
+
+def test_a_model_checkpoint_is_the_whole_answer() -> None:
+    response = ModelResponse(
+        "It is",
+        (ToolCall("c1", "weather", '{"city": "Paris"}'), ToolCall("c2", "weather", '{"ci', False)),
+        StopInfo(StopReason.MAX_OUTPUT, "length", detail={"native": "x"}),
+        Usage(10, 5, cached_input_tokens=2),
+        reasoning="hm",
+        model="m-1",
+        provider_record={"content": [{"type": "text", "text": "It is"}]},
+    )
+    assert decode_model_call(encode_model_response(response)) == response
+    back = decode_model_call(encode_model_response(response))
+    assert isinstance(back, ModelResponse) and back.tool_calls[1].closed is False  # never run
+    ok = ModelResponse("Done.", (), StopInfo(StopReason.END_TURN, "stop"))
+    assert decode_model_call(encode_model_response(ok)) == ok
+    error = ProviderError("slow down", provider="openai", status=429, code="rate", retry_after=2.0)
+    back = decode_model_call(encode_model_error(error))
+    assert isinstance(back, ProviderError) and type(back) is ProviderError
+    assert (back.status, back.code, back.retry_after, str(back)) == (429, "rate", 2.0, str(error))
+    assert isinstance(decode_model_call(encode_model_error(KeyError("x"))), Exception)
+
+
+def test_the_core_imports_and_runs_without_the_durable_extra() -> None:
+    code = """
+import sys, importlib.abc
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in {"dbos", "psycopg", "sqlalchemy"}:
+            raise ImportError("blocked: " + name)
+sys.meta_path.insert(0, Block())
+import zett_agent, zett_agent.client, zett_agent.cli, zett_agent.sessions
+loaded = [m for m in sys.modules if m.startswith(("zett_agent.durable", "dbos"))]
+assert not loaded, loaded
+try:
+    import zett_agent.durable
+except ImportError as error:
+    print("durable needs the extra:", error)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={"PYTHONPATH": str(SRC)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "durable needs the extra: blocked: dbos" in done.stdout
+
+
+def test_tool_result_messages_survive_the_tool_checkpoint() -> None:
+    from zett_agent.durable.checkpoints import decode_tool_result, encode_tool_result
+
+    result = ToolResultMessage("c1", "weather", '{"deep": ["x"]}', is_error=True)
+    assert decode_tool_result(encode_tool_result(result)) == result
+    assert decode_tool_result(encode_tool_result(None)) is None
+
+
+async def test_the_event_loop_keeps_a_thread_pool_after_shutdown(tmp_path: Path) -> None:
+    import asyncio
+
+    await launch(DurableConfig(f"sqlite:///{tmp_path / 'dbos.sqlite3'}", executor_id="test"))
+    async with DurableAgent(Agent(ScriptedModel(reply("Hi."))), tmp_path / "s.sqlite3") as d:
+        await d.run("hi", session_id="s", run_id="r-pool")  # DBOS takes the default executor
+    shutdown()
+    assert await asyncio.to_thread(lambda: 42) == 42
+
+
+async def test_a_cancelled_run_stops_and_resumes_with_the_crash_rule(dbos_sqlite: Path) -> None:
+    import asyncio
+
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def wait_here() -> str:
+        """Wait until released."""
+        started.set()
+        await release.wait()
+        return "waited"
+
+    model = ScriptedModel(reply("Waiting.", [ToolCall("c1", "wait_here", "{}")]), reply("Done."))
+    agent = Agent(model, tools=[wait_here])
+    async with DurableAgent(agent, dbos_sqlite / "s.sqlite3", name="cancel") as durable:
+        task = asyncio.create_task(durable.run("go", session_id="s", run_id="r-cancel"))
+        await started.wait()
+        await DBOS.cancel_workflow_async("r-cancel")
+        release.set()
+        with pytest.raises(Exception, match="cancelled"):
+            await task
+        status = await DBOS.get_workflow_status_async("r-cancel")
+        assert status is not None and status.status == "CANCELLED"
+        assert len(await durable.store.load("s")) == 2  # the prompt and the answer, no result
+        await DBOS.resume_workflow_async("r-cancel")
+        handle = await DBOS.retrieve_workflow_async("r-cancel")
+        await handle.get_result()
+        stored = await durable.store.load("s")
+        assert stored[2] == ToolResultMessage("c1", "wait_here", TOOL_INTERRUPTED, is_error=True)
+        assert stored[3].text == "Done."  # type: ignore[union-attr]
+
+
+async def test_a_run_before_launch_is_a_clear_error(tmp_path: Path) -> None:
+    async with DurableAgent(Agent(ScriptedModel()), tmp_path / "s.sqlite3", name="early") as d:
+        with pytest.raises(ConfigError, match=r"call zett_agent.durable.launch\(...\) first"):
+            await d.run("hi", session_id="s")
+        with pytest.raises(ConfigError, match="launch"):
+            await d.submit("hi", session_id="s")
+
+
+async def test_launching_twice_is_a_clear_error(dbos_sqlite: Path) -> None:
+    with pytest.raises(ConfigError, match="already launched"):
+        await launch(DurableConfig(f"sqlite:///{dbos_sqlite / 'other.sqlite3'}"))
+
+
+async def test_a_submitted_run_is_taken_from_the_queue_by_this_process(dbos_sqlite: Path) -> None:
+    from zett_agent.durable.agent import final_of
+
+    model = ScriptedModel(reply("Queued and done."))
+    async with DurableAgent(Agent(model), dbos_sqlite / "s.sqlite3", name="queued") as durable:
+        run_id = await durable.submit("hi", session_id="s", run_id="r-queued")
+        assert await durable.submit("hi", session_id="s", run_id="r-queued") == run_id
+        handle = await DBOS.retrieve_workflow_async(run_id)
+        assert final_of(await handle.get_result()).text == "Queued and done."
+        status = await DBOS.get_workflow_status_async(run_id)
+        assert status is not None and status.queue_name == "zett-runs"
+        assert len(model.requests) == 1
+
+
+def test_the_durable_public_names_are_exactly_these() -> None:
+    import zett_agent.durable as durable
+
+    assert sorted(durable.__all__) == [
+        "APP_NAME",
+        "DurableAgent",
+        "DurableConfig",
+        "QUEUE_NAME",
+        "TOOL_INTERRUPTED",
+        "WORKFLOW_NAME",
+        "idempotent",
+        "launch",
+        "new_run_id",
+        "shutdown",
+        "system_database_next_to",
+    ]
+    assert durable.WORKFLOW_NAME == "zett_agent.durable.run"  # persisted: never renamed
+    assert durable.QUEUE_NAME == "zett-runs"

@@ -1,0 +1,302 @@
+"""Durable runs survive SIGKILL: a real worker process (tests/durable_child.py) is
+killed during a model stream (from outside, over a ReplayServer), during a tool
+(idempotent or not) and between steps, started again, and its final session is
+compared with the session of a run that never crashed (slow set)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import pickle
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("dbos", reason="durable runs need the 'durable' extra (dbos)")
+
+from zett_agent import Message, SQLiteSessionStore, StopReason, ToolResultMessage
+from zett_agent.durable import TOOL_INTERRUPTED
+from zett_agent.testing import ReplayServer, Reply
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+CHILD = Path(__file__).with_name("durable_child.py")
+SRC = Path(__file__).resolve().parents[1] / "src"
+SECRET = "sk-durable-test-SECRET-0123456789"
+
+
+def chat(
+    text: str, calls: tuple[tuple[str, str, str], ...] = (), finish: str = "stop", **options: Any
+) -> Reply:
+    """An OpenAI Chat Completions stream: the text in two pieces, the calls, the finish."""
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None, **extra: Any) -> Any:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
+        return (
+            None,
+            {
+                "id": "cc-1",
+                "object": "chat.completion.chunk",
+                "model": "m",
+                "choices": [choice],
+                **extra,
+            },
+        )
+
+    half = len(text) // 2
+    events = [chunk({"role": "assistant", "content": text[:half]}), chunk({"content": text[half:]})]
+    for index, (call_id, name, arguments) in enumerate(calls):
+        function = {"name": name, "arguments": arguments}
+        events.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {"index": index, "id": call_id, "type": "function", "function": function}
+                    ]
+                }
+            )
+        )
+    usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    events.append(chunk({}, finish, usage=usage))
+    events.append((None, "[DONE]"))
+    return Reply.sse(events, **options)
+
+
+def tool_run() -> list[Reply]:
+    return [
+        chat("Noting it first.", (("c1", "note", '{"text": "a"}'),), "tool_calls"),
+        chat("Now the weather.", (("c2", "lookup", '{"city": "Paris"}'),), "tool_calls"),
+        chat("All done: sunny in Paris.", finish="stop"),
+    ]
+
+
+def refused_run() -> list[Reply]:
+    return [chat("I cannot do that.", (("c1", "note", '{"text": "a"}'),), "content_filter")]
+
+
+def interrupted_run() -> list[Reply]:
+    """Text and a whole tool call, then the connection drops: INTERRUPTED."""
+    return [chat("Noting it", (("c1", "note", '{"text": "a"}'),), "tool_calls", drop_after=3)]
+
+
+def start(workdir: Path, url: str, crash: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    return subprocess.Popen(
+        [sys.executable, str(CHILD), str(workdir), url, crash],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+
+
+def finish(process: subprocess.Popen[bytes], timeout: float = 90) -> int:
+    out, _ = process.communicate(timeout=timeout)
+    if process.returncode not in (0, -signal.SIGKILL):
+        raise AssertionError(f"worker failed ({process.returncode}):\n{out.decode()}")
+    return process.returncode
+
+
+def rows(workdir: Path) -> list[tuple[int, str | None, Message]]:
+    async def load() -> list[tuple[int, str | None, Message]]:
+        async with SQLiteSessionStore(workdir / "sessions.sqlite3") as store:
+            return [(r.seq, r.key, r.message) for r in await store.rows("s")]
+
+    return anyio.run(load)
+
+
+def effects(workdir: Path) -> list[str]:
+    log = workdir / "effects.log"
+    return log.read_text().split() if log.exists() else []
+
+
+@pytest.fixture(scope="module")
+def tool_baseline(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> list[tuple[int, str | None, Message]]:
+    """The session of the three-call tool run that never crashed (made once)."""
+    return rows(uncrashed(tmp_path_factory.mktemp("baseline"), tool_run()))
+
+
+def uncrashed(tmp_path: Path, replies: list[Reply]) -> Path:
+    workdir = tmp_path / "uncrashed"
+    workdir.mkdir()
+    with ReplayServer(replies) as server:
+        assert finish(start(workdir, server.url, "none")) == 0
+        assert server.remaining == 0 and not server.unexpected
+    return workdir
+
+
+def crashed(tmp_path: Path, replies: list[Reply], crash: str) -> Path:
+    """Run with a self-inflicted SIGKILL at each point of ``crash`` (comma-separated),
+    starting again after each, until the run completes."""
+    workdir = tmp_path / crash.replace(":", "-").replace(",", "_")
+    workdir.mkdir()
+    points = crash.split(",")
+    for point in points:
+        (workdir / f"armed-{point.replace(':', '-')}").touch()
+    with ReplayServer(replies) as server:
+        for _ in points:
+            assert finish(start(workdir, server.url, crash)) == -signal.SIGKILL
+            assert not (workdir / "final.json").exists()
+        assert finish(start(workdir, server.url, crash)) == 0
+        assert server.remaining == 0 and not server.unexpected
+    assert not list(workdir.glob("armed-*"))  # every crash happened
+    return workdir
+
+
+def test_an_uncrashed_run_checkpoints_no_key(tmp_path: Path) -> None:
+    workdir = uncrashed(tmp_path, tool_run())
+    assert effects(workdir) == [
+        "note:a:start",
+        "note:a:done",
+        "lookup:Paris:start",
+        "lookup:Paris:done",
+    ]
+    stored = rows(workdir)
+    assert [key for _, key, _ in stored] == [f"run-1:{n}" for n in range(6)]
+    assert json.loads((workdir / "final.json").read_text())["text"] == "All done: sunny in Paris."
+    # no key anywhere in DBOS's database: inputs, checkpoints, outputs (decoded)
+    system_db = workdir / "sessions.dbos.sqlite3"
+    assert SECRET.encode() not in system_db.read_bytes()
+    seen = 0
+    with sqlite3.connect(system_db) as db:
+        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        for table in tables:
+            for row in db.execute(f'SELECT * FROM "{table}"'):
+                for value in row:
+                    if isinstance(value, str) and value:
+                        seen += 1
+                        assert SECRET not in _decoded(value), table
+    assert seen > 10
+
+
+def _decoded(value: str) -> str:
+    try:
+        return repr(pickle.loads(base64.b64decode(value, validate=True)))
+    except Exception:
+        return value
+
+
+@pytest.mark.parametrize(
+    "crash", ["append:2", "append:3", "tool:lookup", "append:2,tool:lookup,append:5"]
+)
+def test_a_crash_between_steps_or_in_an_idempotent_tool_ends_as_if_none_happened(
+    tmp_path: Path, crash: str, tool_baseline: list[tuple[int, str | None, Message]]
+) -> None:
+    baseline = tool_baseline
+    workdir = crashed(tmp_path, tool_run(), crash)
+    assert rows(workdir) == baseline
+    runs_of_lookup = 2 if "tool:lookup" in crash else 1
+    assert effects(workdir).count("lookup:Paris:start") == runs_of_lookup
+    assert effects(workdir).count("note:a:start") == 1  # a finished step never runs again
+    assert effects(workdir).count("lookup:Paris:done") == 1
+
+
+def test_a_tool_running_at_the_crash_is_not_run_again_and_says_so(
+    tmp_path: Path, tool_baseline: list[tuple[int, str | None, Message]]
+) -> None:
+    baseline = tool_baseline
+    workdir = crashed(tmp_path, tool_run(), "tool:note")
+    assert effects(workdir) == ["note:a:start", "lookup:Paris:start", "lookup:Paris:done"]
+    after = rows(workdir)
+    interrupted = ToolResultMessage("c1", "note", TOOL_INTERRUPTED, is_error=True)
+    assert after[2] == (3, "run-1:2", interrupted)
+    assert after[:2] + after[3:] == baseline[:2] + baseline[3:]
+
+
+def test_a_kill_during_a_model_stream_sends_that_call_again_and_only_that(
+    tmp_path: Path, tool_baseline: list[tuple[int, str | None, Message]]
+) -> None:
+    baseline = tool_baseline
+    workdir = tmp_path / "stream"
+    workdir.mkdir()
+    first, second, third = tool_run()
+    stalled = chat(
+        "Now the weather.",
+        (("c2", "lookup", '{"city": "Paris"}'),),
+        "tool_calls",
+        stall_after=1,
+        stall_seconds=60,
+    )
+    # the second model call is killed mid-stream: the first answer and tool are done
+    replies = [first, stalled, second, third]
+    with ReplayServer(replies) as server:
+        worker = start(workdir, server.url, "none")
+        deadline = time.monotonic() + 60
+        while len(server.requests) < 2:
+            assert time.monotonic() < deadline and worker.poll() is None
+            time.sleep(0.05)
+        time.sleep(0.3)  # the first text piece is on its way
+        worker.send_signal(signal.SIGKILL)
+        assert finish(worker) == -signal.SIGKILL
+        stored = rows(workdir)
+        assert len(stored) == 3  # prompt, first answer, note's result; not the cut answer
+        assert finish(start(workdir, server.url, "none")) == 0
+        assert server.remaining == 0 and not server.unexpected
+        assert len(server.requests) == 4  # the killed call once more, then the last one
+    assert rows(workdir) == baseline
+    assert effects(workdir).count("note:a:start") == 1
+
+
+@pytest.mark.parametrize("script", [refused_run, interrupted_run])
+def test_a_refusal_or_interruption_recovered_after_a_crash_still_runs_no_tool(
+    tmp_path: Path, script: Any
+) -> None:
+    baseline = rows(uncrashed(tmp_path, script()))
+    workdir = crashed(tmp_path, script(), "append:2")
+    assert rows(workdir) == baseline
+    answer = baseline[1][2]
+    expected = StopReason.REFUSAL if script is refused_run else StopReason.INTERRUPTED
+    assert answer.stop is not None and answer.stop.reason is expected  # type: ignore[union-attr]
+    assert answer.stop is not None and answer.stop.detail["withheld_tool_calls"] == ["note"]  # type: ignore[union-attr]
+    assert effects(workdir) == []
+
+
+def _wait(condition: Any, worker: subprocess.Popen[bytes], what: str) -> None:
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert time.monotonic() < deadline and worker.poll() is None, what
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("during", ["tool", "model"])
+def test_a_graceful_stop_then_a_restart_ends_as_if_none_happened(
+    tmp_path: Path, during: str, tool_baseline: list[tuple[int, str | None, Message]]
+) -> None:
+    """Ctrl-C (SIGINT) cancels the run's task: what the loop would store for a
+    cancelled run (a cut answer, "cancelled during" results) is not stored, and
+    the run started again ends exactly as the run that was never stopped."""
+    workdir = tmp_path / during
+    workdir.mkdir()
+    first, second, third = tool_run()
+    replies = [first, second, third]
+    if during == "model":
+        stalled = chat(
+            "Now the weather.",
+            (("c2", "lookup", '{"city": "Paris"}'),),
+            "tool_calls",
+            stall_after=1,
+            stall_seconds=60,
+        )
+        replies = [first, stalled, second, third]
+    with ReplayServer(replies) as server:
+        worker = start(workdir, server.url, "sleep:lookup" if during == "tool" else "none")
+        if during == "tool":
+            _wait(lambda: "lookup:Paris:start" in effects(workdir), worker, "the tool")
+        else:
+            _wait(lambda: len(server.requests) >= 2, worker, "the second model call")
+            time.sleep(0.3)
+        worker.send_signal(signal.SIGINT)
+        worker.communicate(timeout=60)
+        assert worker.returncode != 0 and not (workdir / "final.json").exists()
+        assert finish(start(workdir, server.url, "none")) == 0
+        assert not server.unexpected
+    assert rows(workdir) == tool_baseline

@@ -62,6 +62,7 @@ __all__ = [
     "ToolRunner",
     "as_tool",
     "distinct_call_ids",
+    "is_cut_off",
 ]
 
 CUT_OFF_ARGUMENTS = (
@@ -367,6 +368,18 @@ def _timed_out(tool: Tool, limit: float | None) -> str:
             "running and may still take effect."
         )
     return text + "; it was stopped."
+
+
+def is_cut_off(answer: AssistantMessage, call: ToolCall) -> bool:
+    """Whether :class:`ToolRunner` answers ``call`` of ``answer`` with
+    :data:`CUT_OFF_ARGUMENTS` instead of running it: the wire did not finish the call
+    (``closed`` False, where the call says), or the answer stopped at a limit
+    (MAX_OUTPUT, CONTEXT_FULL) and the arguments are not a whole JSON object. For
+    those who show calls before they run (``zett_agent.serve``); must say what
+    ``ToolRunner._call`` does (tests/test_serve_stream.py checks both agree)."""
+    if not call.closed:
+        return True
+    return answer.stop is not None and answer.stop.truncated and not _is_json_object(call.arguments)
 
 
 def _is_json_object(text: str) -> bool:

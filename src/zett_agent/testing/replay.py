@@ -13,6 +13,11 @@ transfer encoding, one chunk per piece, so a test controls where bytes split;
 ``drop_after`` closes the connection without the final chunk (a dropped stream),
 ``stall_after`` stops sending for ``stall_seconds`` (an idle stream). A request
 beyond the script is answered 599 and recorded in ``unexpected``.
+
+For many concurrent clients, ``route`` answers each request by what it asks
+rather than in arrival order::
+
+    ReplayServer(route=lambda request: REPLIES[request.json["messages"][-1]["content"]])
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -122,19 +127,30 @@ class RecordedRequest:
         return json.loads(self.body) if self.body else None
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 512  # many concurrent clients (load tests) connect at once
+
+
 class ReplayServer:
     """Replays :class:`Reply` objects on ``url`` (``http://127.0.0.1:<port>``).
 
     Use as a context manager; ``requests`` lists what arrived, ``remaining`` how
-    many replies were not used.
+    many replies were not used. ``route``, when given, answers each request with
+    ``route(request)`` (a :class:`Reply`; None takes the next scripted reply).
     """
 
-    def __init__(self, replies: Iterable[Reply] = ()) -> None:
+    def __init__(
+        self,
+        replies: Iterable[Reply] = (),
+        *,
+        route: Callable[[RecordedRequest], Reply | None] | None = None,
+    ) -> None:
         self._replies = list(replies)
+        self._route = route
         self._lock = threading.Lock()
         self.requests: list[RecordedRequest] = []
         self.unexpected: list[RecordedRequest] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server = _Server(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
@@ -165,8 +181,11 @@ class ReplayServer:
         self._server.server_close()
 
     def _next(self, request: RecordedRequest) -> Reply | None:
+        routed = self._route(request) if self._route is not None else None
         with self._lock:
             self.requests.append(request)
+            if routed is not None:
+                return routed
             if not self._replies:
                 self.unexpected.append(request)
                 return None

@@ -1,0 +1,28 @@
+"""``zett serve``: runs reach any AI SDK front end, and a page of our own.
+
+Optional extra ``serve`` (Starlette + uvicorn); the core never imports this package.
+
+* :func:`create_app` (:mod:`.app`): the ASGI app for an
+  :class:`~zett_agent.agent.Agent` over a :class:`~zett_agent.sessions.SessionStore`,
+  to run with uvicorn or mount in a host's own app.
+* :class:`UIMessageStream` (:mod:`.stream`): a run's events as the Vercel AI SDK's UI
+  message stream protocol v1, usable on its own (sans-IO), with a ``data-stop``
+  chunk per abnormal step.
+* :func:`ui_messages` (:mod:`.history`): a stored session as UI messages.
+* :mod:`.security`: Host, Origin, token and size checks; ``static/``: the page.
+"""
+
+from .app import ServeSettings, create_app
+from .history import ui_messages
+from .stream import FINISH_REASONS, UIMessageStream, finish_reason, sse, stop_data
+
+__all__ = [
+    "FINISH_REASONS",
+    "ServeSettings",
+    "UIMessageStream",
+    "create_app",
+    "finish_reason",
+    "sse",
+    "stop_data",
+    "ui_messages",
+]

@@ -1,0 +1,339 @@
+// zett's page: a chat over zett serve's UI message stream (the Vercel AI SDK's
+// protocol v1), written without a build step or a CDN so it works offline.
+// Every stop is shown as a notice styled by its reason, with describe()'s text,
+// the withheld tool calls, and a Resume button where the answer can be resumed.
+'use strict';
+
+const RESUMABLE = new Set(['interrupted', 'max_output']);
+const TITLES = {
+  refusal: 'Refused',
+  max_output: 'Cut off at the output limit',
+  context_full: 'The context window is full',
+  interrupted: 'Interrupted',
+  paused: 'Paused',
+  other: 'Stopped',
+};
+
+const state = { chatId: null, messages: [], controller: null, busy: false };
+const $ = id => document.getElementById(id);
+
+// ---------------------------------------------------------------- the token
+// Off loopback the API needs a bearer token; `zett serve` prints the page's URL
+// with it in the fragment (#token=...), which never reaches the server.
+function takeToken() {
+  const match = location.hash.match(/token=([^&]+)/);
+  if (match) {
+    sessionStorage.setItem('zett-token', decodeURIComponent(match[1]));
+    history.replaceState(null, '', location.pathname + location.search);
+  }
+  return Boolean(match);
+}
+takeToken();
+// a URL with the token pasted over an open page changes only the fragment
+window.addEventListener('hashchange', () => { if (takeToken()) { loadInfo(); loadSessions(); } });
+
+function headers(extra) {
+  const token = sessionStorage.getItem('zett-token');
+  return Object.assign(token ? { authorization: `Bearer ${token}` } : {}, extra || {});
+}
+
+async function api(path, options) {
+  const response = await fetch(path, Object.assign({}, options, {
+    headers: headers(options && options.headers),
+  }));
+  if (!response.ok && response.status !== 204) {
+    let message = `HTTP ${response.status}`;
+    try { message = (await response.json()).error.message; } catch (e) { /* not JSON */ }
+    throw new Error(message);
+  }
+  return response;
+}
+
+function newId() {
+  const bytes = new Uint8Array(8);
+  crypto.getRandomValues(bytes);
+  return Array.from(bytes, b => b.toString(16).padStart(2, '0')).join('');
+}
+
+// ---------------------------------------------------------------- the stream
+
+async function readStream(response, onChunk) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let end;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const event = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      for (const line of event.split('\n')) {
+        if (!line.startsWith('data: ')) continue;
+        const data = line.slice(6);
+        if (data === '[DONE]') return;
+        onChunk(JSON.parse(data));
+      }
+    }
+  }
+}
+
+function applyChunk(message, chunk, open) {
+  const parts = message.parts;
+  const tool = id => parts.find(p => p.toolCallId === id);
+  switch (chunk.type) {
+    case 'start': if (chunk.messageId) message.id = chunk.messageId; break;
+    case 'start-step': parts.push({ type: 'step-start' }); break;
+    case 'text-start': open[chunk.id] = { type: 'text', text: '' }; parts.push(open[chunk.id]); break;
+    case 'reasoning-start': open[chunk.id] = { type: 'reasoning', text: '' }; parts.push(open[chunk.id]); break;
+    case 'text-delta': case 'reasoning-delta': if (open[chunk.id]) open[chunk.id].text += chunk.delta; break;
+    case 'text-end': case 'reasoning-end': delete open[chunk.id]; break;
+    case 'tool-input-start':
+      parts.push({ type: `tool-${chunk.toolName}`, toolName: chunk.toolName, toolCallId: chunk.toolCallId,
+        state: 'input-streaming', rawInput: '' });
+      break;
+    case 'tool-input-delta': { const p = tool(chunk.toolCallId); if (p) p.rawInput += chunk.inputTextDelta; break; }
+    case 'tool-input-available': { const p = tool(chunk.toolCallId); if (p) Object.assign(p, { state: 'input-available', input: chunk.input }); break; }
+    case 'tool-input-error': { const p = tool(chunk.toolCallId); if (p) Object.assign(p, { state: 'output-error', input: chunk.input, errorText: chunk.errorText }); break; }
+    case 'tool-output-available': { const p = tool(chunk.toolCallId); if (p) Object.assign(p, { state: 'output-available', output: chunk.output }); break; }
+    case 'tool-output-error': { const p = tool(chunk.toolCallId); if (p) Object.assign(p, { state: 'output-error', errorText: chunk.errorText }); break; }
+    case 'error': parts.push({ type: 'error', text: chunk.errorText }); break;
+    case 'finish': message.finishReason = chunk.finishReason; break;
+    case 'abort': parts.push({ type: 'error', text: 'Stopped.' }); break;
+    default:
+      if (chunk.type.startsWith('data-') && !chunk.transient) parts.push({ type: chunk.type, data: chunk.data });
+  }
+}
+
+async function streamInto(response) {
+  let message = null;
+  const open = {};
+  await readStream(response, chunk => {
+    if (chunk.type === 'start') {
+      const last = state.messages[state.messages.length - 1];
+      // a resumed answer continues the message it resumes (same id)
+      if (last && last.role === 'assistant' && last.id === chunk.messageId) message = last;
+      else { message = { id: chunk.messageId, role: 'assistant', parts: [] }; state.messages.push(message); }
+    }
+    if (message) applyChunk(message, chunk, open);
+    scheduleRender();
+  });
+}
+
+async function run(path, body) {
+  setBusy(true);
+  state.controller = new AbortController();
+  try {
+    const response = await api(path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: state.controller.signal,
+    });
+    await streamInto(response);
+  } catch (error) {
+    if (error.name === 'AbortError') {
+      // the server stores what streamed so far as interrupted (cancelled)
+      // the server stores what streamed so far as interrupted (cancelled): show it
+      state.busy = false;
+      for (let tries = 0; tries < 30; tries++) {
+        const session = await fetchSession(state.chatId);
+        if (session && !session.running) { state.messages = session.messages; break; }
+        await new Promise(done => setTimeout(done, 100));
+      }
+      setStatus('Stopped. The answer so far is kept and can be resumed.');
+    } else {
+      state.messages.push({ id: newId(), role: 'assistant', parts: [{ type: 'error', text: error.message }] });
+    }
+  } finally {
+    state.controller = null;
+    const status = $('status').textContent;
+    setBusy(false);
+    if (status.startsWith('Stopped')) setStatus(status);
+    render();
+    loadSessions();
+  }
+}
+
+function send(text) {
+  if (!state.chatId) state.chatId = newId();
+  const user = { id: newId(), role: 'user', parts: [{ type: 'text', text }] };
+  state.messages.push(user);
+  render();
+  // the body useChat sends; the server takes the last user message
+  return run('/api/chat', { id: state.chatId, messages: [user], trigger: 'submit-message' });
+}
+
+function resume() {
+  return run(`/api/sessions/${encodeURIComponent(state.chatId)}/resume`);
+}
+
+// ---------------------------------------------------------------- rendering
+
+let pending = false;
+function scheduleRender() {
+  if (pending) return;
+  pending = true;
+  requestAnimationFrame(() => { pending = false; render(); });
+}
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function show(value) {
+  if (value === undefined || value === null) return '';
+  return typeof value === 'string' ? value : JSON.stringify(value, null, 1);
+}
+
+function renderStop(data, canResume) {
+  const box = el('div', `stop stop-${data.reason}`);
+  box.dataset.reason = data.reason;
+  box.append(el('div', 'title', `⚠ ${TITLES[data.reason] || 'Stopped'}`));
+  box.append(el('div', 'describe', data.describe));
+  const withheld = (data.detail || {}).withheld_tool_calls;
+  if (withheld && withheld.length) {
+    box.append(el('div', 'withheld', `Withheld tool calls (not run): ${withheld.join(', ')}`));
+  }
+  if (canResume) {
+    const button = el('button', 'resume', 'Resume');
+    button.type = 'button';
+    button.disabled = state.busy;
+    button.addEventListener('click', resume);
+    box.append(button);
+  }
+  return box;
+}
+
+function renderTool(part) {
+  const box = el('div', `tool${part.state === 'output-error' ? ' error' : ''}`);
+  const name = part.toolName || part.type.slice(5);
+  const args = part.input !== undefined ? show(part.input) : part.rawInput || '';
+  box.append(el('span', 'name', `Tool call · ${name}`));
+  box.append(el('pre', 'args', args));
+  if (part.state === 'output-available') box.append(el('pre', 'result', `↳ ${show(part.output)}`));
+  else if (part.state === 'output-error') box.append(el('pre', 'result', `✖ ${part.errorText}`));
+  else box.append(el('pre', 'result dim', '…'));
+  return box;
+}
+
+function render() {
+  const root = $('messages');
+  root.replaceChildren();
+  state.messages.forEach((message, index) => {
+    const box = el('div', `message ${message.role}`);
+    box.dataset.id = message.id;
+    if (message.role === 'user') {
+      box.append(el('div', 'bubble', message.parts.filter(p => p.type === 'text').map(p => p.text).join('\n')));
+    } else {
+      const lastMessage = index === state.messages.length - 1;
+      message.parts.forEach((part, at) => {
+        if (part.type === 'text' && part.text) box.append(el('div', 'text', part.text));
+        else if (part.type === 'reasoning' && part.text) box.append(el('div', 'reasoning', part.text));
+        else if (part.type.startsWith('tool-')) box.append(renderTool(part));
+        else if (part.type === 'data-stop') {
+          const last = lastMessage && at === message.parts.length - 1;
+          box.append(renderStop(part.data, last && RESUMABLE.has(part.data.reason)));
+        } else if (part.type === 'error') box.append(el('div', 'error-notice', part.text));
+      });
+    }
+    root.append(box);
+  });
+  root.scrollTop = root.scrollHeight;
+}
+
+function setBusy(busy) {
+  state.busy = busy;
+  $('send').disabled = busy;
+  $('stop').disabled = !busy;
+  setStatus(busy ? 'Streaming…' : '');
+}
+
+function setStatus(text) { $('status').textContent = text; }
+
+// ---------------------------------------------------------------- sessions
+
+async function loadSessions() {
+  try {
+    const { sessions } = await (await api('/api/sessions')).json();
+    const list = $('sessions');
+    list.replaceChildren();
+    for (const session of sessions) {
+      const item = el('li', session.id === state.chatId ? 'current' : '');
+      const when = new Date(session.updated_at * 1000).toLocaleString();
+      item.append(el('span', '', session.title || session.id));
+      item.title = `${session.id} · ${when} · ${session.rows} messages`;
+      const remove = el('button', 'delete', '✕');
+      remove.type = 'button';
+      remove.title = 'Delete this session';
+      remove.addEventListener('click', async event => {
+        event.stopPropagation();
+        try {
+          await api(`/api/sessions/${encodeURIComponent(session.id)}`, { method: 'DELETE' });
+          if (session.id === state.chatId) newChat();
+        } catch (error) { setStatus(error.message); }
+        loadSessions();
+      });
+      item.append(remove);
+      item.addEventListener('click', () => openSession(session.id));
+      list.append(item);
+    }
+  } catch (error) {
+    setStatus(`Sessions: ${error.message}`);
+  }
+}
+
+async function fetchSession(id) {
+  try { return await (await api(`/api/sessions/${encodeURIComponent(id)}`)).json(); } catch (e) { return null; }
+}
+
+async function openSession(id) {
+  if (state.busy) return;
+  try {
+    const session = await (await api(`/api/sessions/${encodeURIComponent(id)}`)).json();
+    state.chatId = id;
+    state.messages = session.messages;
+    render();
+    loadSessions();
+  } catch (error) { setStatus(error.message); }
+}
+
+function newChat() {
+  state.chatId = null;
+  state.messages = [];
+  render();
+  loadSessions();
+}
+
+// ---------------------------------------------------------------- wiring
+
+document.addEventListener('DOMContentLoaded', async () => {
+  $('composer').addEventListener('submit', event => {
+    event.preventDefault();
+    const text = $('prompt').value.trim();
+    if (!text || state.busy) return;
+    $('prompt').value = '';
+    send(text);
+  });
+  $('prompt').addEventListener('keydown', event => {
+    if (event.key === 'Enter' && !event.shiftKey) { event.preventDefault(); $('composer').requestSubmit(); }
+  });
+  $('stop').addEventListener('click', () => state.controller && state.controller.abort());
+  $('new-chat').addEventListener('click', newChat);
+  loadInfo();
+  loadSessions();
+});
+
+async function loadInfo() {
+  try {
+    const info = await (await api('/api/info')).json();
+    $('model').textContent = `${info.model} · tools: ${info.tools.join(', ') || 'none'}` +
+      (info.max_tokens ? ` · max ${info.max_tokens} tokens` : '');
+  } catch (error) {
+    $('model').textContent = `${error.message} (open the URL zett serve printed, with #token=…)`;
+  }
+}

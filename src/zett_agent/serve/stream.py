@@ -1,0 +1,352 @@
+"""A run's events as the AI SDK's UI message stream (protocol v1), sans-IO.
+
+:class:`UIMessageStream` turns the :class:`~zett_agent.events.AgentEvent` values of
+one run into chunks (JSON-compatible dicts) of the Vercel AI SDK's *UI message
+stream protocol*, the one ``useChat`` reads (chunk schema ``uiMessageChunkSchema``
+in the ``ai`` package, pinned in ``tests/node/package.json``). :func:`sse` frames a
+chunk as the ``data:`` line of a server-sent event; :data:`DONE` ends a stream.
+
+One run is one UI assistant message::
+
+    start
+    ( start-step
+      reasoning-start reasoning-delta* reasoning-end      (as they stream)
+      text-start text-delta* text-end                      (as they stream)
+      tool-input-start tool-input-delta tool-input-available | tool-input-error
+                                                           (at the end of the step)
+      [data-stop]                                          (an abnormal step)
+      tool-output-available | tool-output-error            (as the tools finish)
+      finish-step )*
+    [data-stop]                                            (max_turns used up)
+    finish (finishReason)  |  error ... finish (error)  |  abort (cancelled)
+
+**Why it stopped** is a custom data chunk, ``{"type": "data-stop", "data": {...}}``,
+sent once per *abnormal step* (each ``MODEL_STOPPED``) with the fields of
+:class:`~zett_agent.stop.StopInfo` (:func:`stop_data`). ``finish`` is per *run*: its
+``finishReason`` is the SDK's own value for the run's final stop
+(:data:`FINISH_REASONS`). A step cut at the output limit whose cut tool call was
+answered and a normal answer after it sends ``data-stop`` (max_output) for the first
+step and ``finish`` with ``"stop"``.
+
+**Withheld tool calls never appear as tool parts**: no chunk can take a part back,
+so a call's ``tool-input-*`` chunks are held until its step has ended and the loop
+has kept it (a refused or interrupted step has its calls withheld and they are sent
+only as names in ``data-stop``'s ``detail.withheld_tool_calls``). Argument
+streaming is therefore delayed to the end of each step. A call cut off at the
+output limit gets ``tool-input-error`` (it is never run).
+
+Tool approvals (helper ``mcp``) would add ``tool-approval-request`` chunks: they
+belong in ``UIMessageStream._approvals``, called right after the step's tool inputs,
+the one place a call is known to be kept; the answers come back in the next request
+(:mod:`.request`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, TypeAlias
+
+from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.messages import AssistantMessage, ToolCall, ToolResultMessage
+from zett_agent.stop import StopInfo, StopReason
+from zett_agent.tools import CUT_OFF_ARGUMENTS, is_cut_off
+
+__all__ = [
+    "DONE",
+    "FINISH_REASONS",
+    "UI_MESSAGE_STREAM_HEADERS",
+    "Chunk",
+    "ToolCallIds",
+    "UIMessageStream",
+    "finish_reason",
+    "parse_input",
+    "sse",
+    "stop_data",
+]
+
+Chunk: TypeAlias = dict[str, Any]
+
+UI_MESSAGE_STREAM_HEADERS: Mapping[str, str] = {
+    "content-type": "text/event-stream",
+    "cache-control": "no-cache",
+    "connection": "keep-alive",
+    "x-vercel-ai-ui-message-stream": "v1",
+    "x-accel-buffering": "no",
+}
+"""The response headers of a UI message stream (the SDK's ``UI_MESSAGE_STREAM_HEADERS``)."""
+
+DONE = b"data: [DONE]\n\n"
+"""The last event of every stream."""
+
+FINISH_REASONS: Mapping[StopReason | None, str] = {
+    None: "stop",
+    StopReason.END_TURN: "stop",
+    StopReason.TOOL_USE: "tool-calls",
+    StopReason.MAX_OUTPUT: "length",
+    StopReason.CONTEXT_FULL: "length",
+    StopReason.REFUSAL: "content-filter",
+    StopReason.INTERRUPTED: "interrupted",
+    StopReason.PAUSED: "other",
+    StopReason.OTHER: "other",
+}
+"""The ``finish`` chunk's ``finishReason`` (the AI SDK's ``FinishReason``, ``ai``
+7.x: stop, length, content-filter, tool-calls, error, interrupted, other) for the
+run's final stop. A run that ended normally has no stop: ``"stop"``. CONTEXT_FULL is
+a length limit to the SDK (its providers map Anthropic's
+``model_context_window_exceeded`` to ``length`` too); PAUSED and OTHER (including
+``max_turns``) have no SDK value: ``"other"``. A run that failed with an error sends
+``"error"``; a cancelled one sends ``abort``, no ``finish``."""
+
+_WITHOUT_STEP = frozenset({AgentEventType.MAX_TURNS_REACHED})
+
+
+def finish_reason(stop: StopInfo | None) -> str:
+    """The SDK ``finishReason`` for a run whose final message has ``stop``."""
+    return FINISH_REASONS[stop.reason if stop is not None else None]
+
+
+def stop_data(stop: StopInfo) -> dict[str, Any]:
+    """The ``data`` of a ``data-stop`` chunk: the :class:`StopInfo` fields (``reason``
+    and ``raw`` as strings, ``detail`` a JSON object with ``withheld_tool_calls``
+    when calls were withheld) and ``describe``, the one-line text of
+    :meth:`StopInfo.describe`."""
+    return {
+        "reason": stop.reason.value,
+        "raw": stop.raw,
+        "category": stop.category,
+        "message": stop.message,
+        "recommended_model": stop.recommended_model,
+        "detail": dict(stop.detail),
+        "describe": stop.describe(),
+    }
+
+
+def sse(chunk: Chunk) -> bytes:
+    """One chunk as a server-sent event (``data: {json}`` and a blank line)."""
+    return b"data: " + json.dumps(chunk, ensure_ascii=False, default=str).encode() + b"\n\n"
+
+
+def parse_input(arguments: str) -> Any:
+    """A tool call's arguments as the UI part's ``input``: the parsed JSON when the
+    text is JSON, else the text itself."""
+    try:
+        return json.loads(arguments or "{}")
+    except (ValueError, RecursionError):
+        return arguments
+
+
+class ToolCallIds:
+    """The ``toolCallId`` of each call within one UI message.
+
+    A provider's call id is used as it is; an empty one or one already used in the
+    message (the SDK keys tool parts by id) gets a suffix. Results are matched to
+    calls in order, first unanswered call with the result's id first.
+    """
+
+    def __init__(self) -> None:
+        self._used: set[str] = set()
+        self._open: list[tuple[str, str]] = []  # (provider id, UI id), not yet answered
+
+    def add(self, call: ToolCall) -> str:
+        ui_id = call.id or "call"
+        n = 1
+        while ui_id in self._used:
+            n += 1
+            ui_id = f"{call.id or 'call'}-{n}"
+        self._used.add(ui_id)
+        self._open.append((call.id, ui_id))
+        return ui_id
+
+    def answer(self, tool_call_id: str) -> str | None:
+        """The UI id of the first unanswered call with ``tool_call_id``; None if none."""
+        for index, (provider_id, ui_id) in enumerate(self._open):
+            if provider_id == tool_call_id:
+                del self._open[index]
+                return ui_id
+        return None
+
+
+class UIMessageStream:
+    """Chunks of one UI assistant message from a run's events.
+
+    ``message_id`` is the UI message id sent in ``start`` (the id the sessions
+    endpoint gives the same message later). Call :meth:`start` once, :meth:`feed`
+    per event, then :meth:`finish` (ended), :meth:`fail` (an error) or
+    :meth:`abort` (cancelled). Each returns the chunks to send, in order.
+    """
+
+    def __init__(self, message_id: str) -> None:
+        self.message_id = message_id
+        self.step_open = False
+        self.step = 0
+        self.final_stop: StopInfo | None = None
+        self._text_id: str | None = None
+        self._reasoning_id: str | None = None
+        self._parts = 0
+        self._streamed = False  # the current step's text arrived as deltas
+        self._tool_ids = ToolCallIds()
+        self._input_errors: set[str] = set()  # UI ids sent as tool-input-error
+
+    def start(self) -> list[Chunk]:
+        return [{"type": "start", "messageId": self.message_id}]
+
+    def feed(self, event: AgentEvent) -> list[Chunk]:
+        """The chunks for ``event`` (none for events the protocol has no use for)."""
+        out: list[Chunk] = []
+        kind = event.type
+        if kind in _WITHOUT_STEP:
+            out += self._close_step()
+        match kind:
+            case AgentEventType.MODEL_STARTED:
+                out += self._close_step()
+                self.step += 1
+                self.step_open = True
+                self._streamed = False
+                out.append({"type": "start-step"})
+            case AgentEventType.TEXT_DELTA if event.text:
+                self._streamed = True
+                out += self._text(event.text)
+            case AgentEventType.REASONING_DELTA if event.text:
+                self._streamed = True
+                out += self._reasoning(event.text)
+            case AgentEventType.MODEL_COMPLETED if event.message is not None:
+                out += self._completed(event.message)
+            case AgentEventType.MODEL_STOPPED | AgentEventType.MAX_TURNS_REACHED:
+                if event.stop is not None:
+                    out.append({"type": "data-stop", "data": stop_data(event.stop)})
+            case AgentEventType.TOOL_CALL_COMPLETED if event.tool_result is not None:
+                out += self._tool_output(event.tool_result)
+            case AgentEventType.RUN_COMPLETED:
+                self.final_stop = event.stop
+            case _:
+                pass  # RUN_STARTED, TOOL_CALL_DELTA (held), TOOL_CALL_STARTED, RUN_FAILED
+        return out
+
+    def finish(self) -> list[Chunk]:
+        """Close what is open and end the message with the run's ``finishReason``."""
+        return [
+            *self._close_step(),
+            {"type": "finish", "finishReason": finish_reason(self.final_stop)},
+        ]
+
+    def fail(self, error_text: str) -> list[Chunk]:
+        """Close what is open, send ``error`` with ``error_text`` (shown to the user:
+        never raw exception text) and ``finish`` with ``"error"``."""
+        return [
+            *self._close_step(),
+            {"type": "error", "errorText": error_text},
+            {"type": "finish", "finishReason": "error"},
+        ]
+
+    def abort(self, reason: str = "cancelled") -> list[Chunk]:
+        """Close what is open and send ``abort`` (a cancelled run has no ``finish``)."""
+        return [*self._close_step(), {"type": "abort", "reason": reason}]
+
+    # ------------------------------------------------------------ parts
+
+    def _part_id(self, kind: str) -> str:
+        self._parts += 1
+        return f"{self.message_id}-{kind}{self._parts}"
+
+    def _text(self, delta: str) -> list[Chunk]:
+        out = self._close_reasoning()
+        if self._text_id is None:
+            self._text_id = self._part_id("t")
+            out.append({"type": "text-start", "id": self._text_id})
+        out.append({"type": "text-delta", "id": self._text_id, "delta": delta})
+        return out
+
+    def _reasoning(self, delta: str) -> list[Chunk]:
+        out = self._close_text()
+        if self._reasoning_id is None:
+            self._reasoning_id = self._part_id("r")
+            out.append({"type": "reasoning-start", "id": self._reasoning_id})
+        out.append({"type": "reasoning-delta", "id": self._reasoning_id, "delta": delta})
+        return out
+
+    def _close_text(self) -> list[Chunk]:
+        if self._text_id is None:
+            return []
+        chunk = {"type": "text-end", "id": self._text_id}
+        self._text_id = None
+        return [chunk]
+
+    def _close_reasoning(self) -> list[Chunk]:
+        if self._reasoning_id is None:
+            return []
+        chunk = {"type": "reasoning-end", "id": self._reasoning_id}
+        self._reasoning_id = None
+        return [chunk]
+
+    def _close_parts(self) -> list[Chunk]:
+        return [*self._close_reasoning(), *self._close_text()]
+
+    def _close_step(self) -> list[Chunk]:
+        if not self.step_open:
+            return []
+        self.step_open = False
+        return [*self._close_parts(), {"type": "finish-step"}]
+
+    def _completed(self, message: AssistantMessage) -> list[Chunk]:
+        out: list[Chunk] = []
+        if not self._streamed:  # an answer that arrived whole (not streamed)
+            if message.reasoning:
+                out += self._reasoning(message.reasoning)
+            if message.text:
+                out += self._text(message.text)
+        out += self._close_parts()
+        out += self._tool_inputs(message)
+        out += self._approvals(message)
+        return out
+
+    def _approvals(self, message: AssistantMessage) -> list[Chunk]:
+        """Tool approvals (to come, helper ``mcp``): ``tool-approval-request`` chunks
+        (``approvalId``, ``toolCallId``: the UI id :class:`ToolCallIds` gave the call)
+        for the kept calls of ``message`` that wait for a person. None today."""
+        return []
+
+    def _tool_inputs(self, message: AssistantMessage) -> list[Chunk]:
+        """The step's kept calls, now that the step has ended (withheld calls are
+        no longer in ``message.tool_calls``)."""
+        out: list[Chunk] = []
+        for call in message.tool_calls:
+            ui_id = self._tool_ids.add(call)
+            out.append({"type": "tool-input-start", "toolCallId": ui_id, "toolName": call.name})
+            if call.arguments:
+                out.append(
+                    {
+                        "type": "tool-input-delta",
+                        "toolCallId": ui_id,
+                        "inputTextDelta": call.arguments,
+                    }
+                )
+            if is_cut_off(message, call):
+                self._input_errors.add(ui_id)
+                out.append(
+                    {
+                        "type": "tool-input-error",
+                        "toolCallId": ui_id,
+                        "toolName": call.name,
+                        "input": call.arguments,
+                        "errorText": CUT_OFF_ARGUMENTS,
+                    }
+                )
+            else:
+                out.append(
+                    {
+                        "type": "tool-input-available",
+                        "toolCallId": ui_id,
+                        "toolName": call.name,
+                        "input": parse_input(call.arguments),
+                    }
+                )
+        return out
+
+    def _tool_output(self, result: ToolResultMessage) -> list[Chunk]:
+        ui_id = self._tool_ids.answer(result.tool_call_id)
+        if ui_id is None or ui_id in self._input_errors:
+            return []  # a cut call already shows its error
+        if result.is_error:
+            return [{"type": "tool-output-error", "toolCallId": ui_id, "errorText": result.content}]
+        return [{"type": "tool-output-available", "toolCallId": ui_id, "output": result.content}]

@@ -1,0 +1,158 @@
+"""The page in a real headless browser: Debian's chromium driven by playwright.
+
+Nothing downloads a browser: playwright is given ``/usr/bin/chromium`` (``apt-get
+install chromium``, done by ``.ci/run``). The model is a replay routed by prompt
+(``tests/serve_support.py``); the screenshot is saved in the test's temp dir.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette", reason="the serve extra (starlette, uvicorn) is not installed")
+pytest.importorskip("playwright", reason="playwright is not installed")
+
+from playwright import sync_api as playwright_api
+
+from serve_support import make_agent, running_server, scenario_reply
+from zett_agent.serve import ServeSettings, create_app
+from zett_agent.testing import ReplayServer
+
+CHROMIUM = os.environ.get("ZETT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(), reason=f"no chromium at {CHROMIUM} (apt-get install chromium)"
+    ),
+]
+
+# as root chromium needs --no-sandbox; the rest keeps it from reaching the network
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-default-apps",
+    "--disable-sync",
+    "--disable-extensions",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+    "--disable-gpu",
+    "--metrics-recording-only",
+]
+
+
+@pytest.fixture(scope="module")
+def page_url() -> Iterator[str]:
+    with ReplayServer(route=scenario_reply) as replay:
+        app = create_app(make_agent(replay.url, max_tokens=5), owns=True)
+        with running_server(app) as url:
+            yield url
+
+
+@pytest.fixture
+def browser_page() -> Iterator[object]:
+    with playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1100, "height": 800})
+            yield page
+        finally:
+            browser.close()
+
+
+def ask(page: object, text: str) -> None:
+    page.fill("#prompt", text)  # type: ignore[attr-defined]
+    page.click("#send")  # type: ignore[attr-defined]
+
+
+def test_page_shows_refusal_and_cut_off_notices_and_resume(
+    page_url: str, browser_page: object, tmp_path: Path
+) -> None:
+    page = browser_page
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))  # type: ignore[attr-defined]
+    page.goto(page_url)  # type: ignore[attr-defined]
+    # selectors, not JS expressions: the page's CSP forbids eval, as it should
+    page.wait_for_selector("#model:has-text('tools')")  # type: ignore[attr-defined]
+    assert "get_weather" in page.text_content("#model")  # type: ignore[attr-defined]
+
+    ask(page, "please refuse")
+    refusal = page.wait_for_selector(".stop-refusal")  # type: ignore[attr-defined]
+    assert "refusal" in refusal.text_content()
+    assert refusal.query_selector("button.resume") is None  # a refusal cannot be resumed
+    assert "I'm sorry, I can't assist" in page.text_content("#messages")  # type: ignore[attr-defined]
+
+    page.wait_for_selector("#send:not([disabled])")  # type: ignore[attr-defined]
+    ask(page, "cut")
+    cut = page.wait_for_selector(".stop-max_output")  # type: ignore[attr-defined]
+    assert "max_output (length)" in cut.text_content()
+    resume_button = cut.query_selector("button.resume")
+    assert resume_button is not None
+    # only the last stop offers Resume
+    assert len(page.query_selector_all("button.resume")) == 1  # type: ignore[attr-defined]
+
+    page.wait_for_selector("#sessions li")  # type: ignore[attr-defined]
+    page.screenshot(path=str(tmp_path / "serve-page.png"), full_page=True)  # type: ignore[attr-defined]
+    print(f"screenshot: {tmp_path / 'serve-page.png'}")
+
+    page.click("button.resume")  # type: ignore[attr-defined]
+    page.wait_for_selector("#messages :text('You said: Continue')")  # type: ignore[attr-defined]
+    page.wait_for_selector("#send:not([disabled])")  # type: ignore[attr-defined]
+    assert page.query_selector_all("button.resume") == []  # type: ignore[attr-defined]
+    assert errors == []
+
+
+def test_page_shows_tool_calls_and_withheld_calls(page_url: str, browser_page: object) -> None:
+    page = browser_page
+    page.goto(page_url)  # type: ignore[attr-defined]
+    ask(page, "weather in Paris?")
+    page.wait_for_selector(".tool .result:not(.dim)")  # type: ignore[attr-defined]
+    tool = page.text_content(".tool")  # type: ignore[attr-defined]
+    assert "get_weather" in tool and "Paris" in tool and "light rain" in tool
+    page.wait_for_selector("#send:not([disabled])")  # type: ignore[attr-defined]
+    ask(page, "interrupt")
+    notice = page.wait_for_selector(".stop-interrupted")  # type: ignore[attr-defined]
+    assert "Withheld tool calls (not run): get_weather" in notice.text_content()
+    assert len(page.query_selector_all(".tool")) == 1  # type: ignore[attr-defined]
+    page.wait_for_selector("#send:not([disabled])")  # type: ignore[attr-defined]
+    ask(page, "think first")
+    page.wait_for_selector(".message:last-child .text")  # type: ignore[attr-defined]
+    page.wait_for_selector("#send:not([disabled])")  # type: ignore[attr-defined]
+    reasoning = page.text_content(".reasoning")  # type: ignore[attr-defined]
+    assert reasoning.startswith("Hmm, the user just said")
+
+
+def test_stop_button_cancels_and_the_partial_answer_is_kept(
+    page_url: str, browser_page: object
+) -> None:
+    page = browser_page
+    page.goto(page_url)  # type: ignore[attr-defined]
+    ask(page, "slow")
+    page.wait_for_selector("#messages :text('word2')")  # type: ignore[attr-defined]
+    page.click("#stop")  # type: ignore[attr-defined]
+    notice = page.wait_for_selector(".stop-interrupted")  # type: ignore[attr-defined]
+    assert "cancelled" in notice.text_content()
+    assert notice.query_selector("button.resume") is not None
+    assert "word39" not in page.text_content("#messages")  # type: ignore[attr-defined]
+
+
+def test_page_takes_the_token_from_the_url_fragment(browser_page: object) -> None:
+    page = browser_page
+    with ReplayServer(route=scenario_reply) as replay:
+        app = create_app(make_agent(replay.url), settings=ServeSettings(token="t0k3n"))
+        with running_server(app) as url:
+            page.goto(url)  # type: ignore[attr-defined]
+            page.wait_for_selector("#model:has-text('bearer token')")  # type: ignore[attr-defined]
+            page.goto(f"{url}/#token=t0k3n")  # type: ignore[attr-defined]
+            page.wait_for_selector("#model:has-text('tools')")  # type: ignore[attr-defined]
+            assert "token" not in page.url  # type: ignore[attr-defined]
+            ask(page, "cut")
+            page.wait_for_selector(".stop-max_output")  # type: ignore[attr-defined]

@@ -52,6 +52,7 @@ from zett_agent.events import AgentEvent
 from zett_agent.messages import UserMessage
 from zett_agent.resume import plan_resume
 from zett_agent.sessions import InMemorySessionStore, SessionStore, live_rows
+from zett_agent.sessions.base import messages_of
 
 from .history import assistant_message_id, ui_messages
 from .request import ChatRequest, RequestError, new_input, valid_session_id
@@ -294,7 +295,7 @@ async def resume(request: Request) -> Response:
     if not rows:
         raise RequestError("no such session", 404)
     try:
-        plan_resume([r.message for r in rows], state.agent.model, state.agent.continue_prompt)
+        plan_resume(messages_of(rows), state.agent.model, state.agent.continue_prompt)
     except ResumeError as error:
         raise RequestError(str(error), 409) from None
     shown = ui_messages(rows, state.agent.continue_prompt)

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from mcp_helpers import sent_tool_results, text_reply, tool_reply
+from stores import STORE_KINDS, open_store
 from zett_agent import (
     AgentClient,
     AgentEventType,
@@ -23,6 +24,7 @@ from zett_agent import (
     SQLiteSessionStore,
     StopReason,
     ToolCall,
+    UserMessage,
     create_agent,
 )
 from zett_agent.approvals import (
@@ -312,3 +314,20 @@ async def test_a_second_round_of_approval_is_its_own_request(tmp_path: Path) -> 
     assert RAN == ["delete /a", "delete /b"] and final.text == "Both gone."
     decisions = [row.message for row in rows if isinstance(row.message, ApprovalDecision)]
     assert [list(d.decisions) for d in decisions] == [["c1"], ["c2"]]
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+async def test_every_store_keeps_approval_rows_and_load_leaves_them_out(
+    kind: str, tmp_path: Path
+) -> None:
+    request = ApprovalRequest((ToolCall("c1", "delete_file", '{"path": "/x"}'),), "run1")
+    decision = ApprovalDecision({"c1": deny("no")})
+    async with open_store(kind, tmp_path) as store:
+        await store.append("s1", UserMessage("hi"))
+        await store.append("s1", request)
+        await store.append("s1", decision)
+        rows = await store.rows("s1")
+        loaded = await store.load("s1")
+    assert [row.message for row in rows[1:]] == [request, decision]
+    assert [row.schema_version for row in rows] == [2, 2, 2]
+    assert loaded == [UserMessage("hi")]

@@ -1,5 +1,12 @@
 """zett-agent against the floor and the peers, measured in one run.
 
+What it measures: the CPU time (and wall time, and Python memory peak) a client
+spends reading one complete streamed model response -- request sent to final
+response -- from a local stream server, for zett's ``Model.stream()`` and agent
+run, a bare httpx + httpx-sse + ``json.loads`` loop (the floor), pydantic-ai and
+LiteLLM; it prints each as a ratio to the floor and to zett measured in the same
+run. It does not measure provider latency or the model.
+
 Usage::
 
     .venv/bin/python bench/run.py            # full: 10,000 text deltas + 200 tool fragments

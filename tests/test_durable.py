@@ -332,3 +332,48 @@ def test_the_durable_public_names_are_exactly_these() -> None:
     ]
     assert durable.WORKFLOW_NAME == "zett_agent.durable.run"  # persisted: never renamed
     assert durable.QUEUE_NAME == "zett-runs"
+
+
+async def test_a_tool_timeout_is_decided_inside_the_step_and_checkpointed(
+    dbos_sqlite: Path,
+) -> None:
+    import asyncio
+
+    from zett_agent.tools import as_tool
+
+    async def stuck() -> str:
+        """Never finishes in time."""
+        await asyncio.sleep(30)
+        return "late"
+
+    model = ScriptedModel(reply("Trying.", [ToolCall("c1", "stuck", "{}")]), reply("Gave up."))
+    agent = Agent(model, tools=[as_tool(stuck, timeout=0.2)])
+    async with DurableAgent(agent, dbos_sqlite / "s.sqlite3", name="timeout") as durable:
+        assert (await durable.run("go", session_id="s", run_id="r-timeout")).text == "Gave up."
+        stored = (await durable.store.load("s"))[2]
+        assert isinstance(stored, ToolResultMessage) and stored.is_error
+        assert "did not finish within its timeout of 0.2 seconds" in stored.content
+        steps = await DBOS.list_workflow_steps_async("r-timeout")
+        tool_step = next(s for s in steps if s["function_name"] == "timeout.tool.stuck")
+        assert "timeout of 0.2 seconds" in tool_step["output"]  # a replay reads this result
+
+
+async def test_an_error_echoing_the_key_is_checkpointed_without_it(dbos_sqlite: Path) -> None:
+    from zett_agent import Model
+    from zett_agent.testing import ReplayServer, Reply
+
+    secret = "sk-durable-echo-SECRET-987654321"
+    echo = {"error": {"message": f"Incorrect API key provided: {secret}", "type": "auth"}}
+    with ReplayServer([Reply.json(echo, status=401)]) as server:
+        model = Model("openai", "m", base_url=server.url, api_key=secret, max_retries=0)
+        async with DurableAgent(Agent(model), dbos_sqlite / "s.sqlite3", name="echo") as durable:
+            with pytest.raises(ProviderError) as caught:
+                await durable.run("hi", session_id="s", run_id="r-echo")
+            assert secret not in str(caught.value)
+            steps = await DBOS.list_workflow_steps_async("r-echo")
+            model_step = next(s for s in steps if s["function_name"] == "echo.model")
+            assert "Incorrect API key provided" in model_step["output"]
+            assert secret not in repr(steps)
+        await model.aclose()
+    for file in dbos_sqlite.glob("dbos.sqlite3*"):  # the database and its WAL
+        assert secret.encode() not in file.read_bytes()

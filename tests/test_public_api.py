@@ -19,6 +19,7 @@ PUBLIC = [
     "BackgroundTasks",
     "ConfigError",
     "ContextCompaction",
+    "ContextOverflowError",
     "ContinueWith",
     "ConvergenceGuard",
     "DecodeError",

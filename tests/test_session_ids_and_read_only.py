@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from stores import STORE_KINDS, open_store
 from zett_agent import AgentClient, create_agent
 from zett_agent.errors import SessionStoreError
 from zett_agent.messages import AssistantMessage, UserMessage
-from zett_agent.sessions import InMemorySessionStore, SQLiteSessionStore
+from zett_agent.sessions import SQLiteSessionStore
 from zett_agent.testing import ScriptedModel, reply
 
 
@@ -34,10 +35,9 @@ async def test_an_empty_session_id_is_an_error_not_the_default_session() -> None
         AgentClient(agent, session_id="")
 
 
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("kind", STORE_KINDS)
 async def test_a_store_refuses_an_empty_session_id(tmp_path: Path, kind: str) -> None:
-    store = InMemorySessionStore() if kind == "memory" else SQLiteSessionStore(tmp_path / "s.db")
-    async with store:
+    async with open_store(kind, tmp_path) as store:
         with pytest.raises(SessionStoreError, match="non-empty"):
             await store.append("", UserMessage("hi"))
         assert await store.list_sessions() == []

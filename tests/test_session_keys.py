@@ -104,3 +104,16 @@ async def test_a_layout_1_file_is_upgraded_and_its_sessions_still_load(tmp_path:
         # the key is unique per session in the file itself, not only in the code
         with pytest.raises(sqlite3.IntegrityError):
             db.execute("INSERT INTO messages VALUES ('old', 9, 1, NULL, 9.0, '{}', 'k')")
+
+
+async def test_every_store_refuses_an_empty_session_id(store: SessionStore) -> None:
+    with pytest.raises(SessionStoreError, match="non-empty"):
+        await store.append("", UserMessage("hi"), key="k")
+    assert await store.list_sessions() == []
+
+
+async def test_every_store_keeps_text_utf8_cannot_hold_and_nul(store: SessionStore) -> None:
+    odd = UserMessage("lone \ud800 surrogate, NUL \x00 and \u2028 line separator")
+    await store.append("s", odd, key="odd")
+    assert await store.load("s") == [odd]
+    assert await store.append("s", odd, key="odd") == 1  # the same message: the same row

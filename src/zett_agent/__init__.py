@@ -5,6 +5,7 @@ from zett_agent.background import BackgroundTask, BackgroundTasks, TaskStatus
 from zett_agent.client import AgentClient
 from zett_agent.errors import (
     ConfigError,
+    ContextOverflowError,
     DecodeError,
     ProviderError,
     ProviderHTTPError,
@@ -58,6 +59,7 @@ __all__ = [
     "BackgroundTasks",
     "ConfigError",
     "ContextCompaction",
+    "ContextOverflowError",
     "ContinueWith",
     "ConvergenceGuard",
     "DecodeError",

@@ -6,6 +6,7 @@
      ├── ConfigError          bad configuration: unknown provider, missing API key
      ├── ProviderError        the provider answered with an error and no usable output
      │    ├── ProviderHTTPError   a non-2xx status that is not a refusal
+     │    │    └── ContextOverflowError  the prompt does not fit the context window
      │    └── StreamError         an error inside a 200 stream, before any output
      ├── TransportError       the connection failed or went idle before any output
      │    ├── CallTimeoutError     the first-output limit or the attempt deadline passed
@@ -29,6 +30,7 @@ from typing import Any
 __all__ = [
     "CallTimeoutError",
     "ConfigError",
+    "ContextOverflowError",
     "DecodeError",
     "PoolTimeoutError",
     "ProviderError",
@@ -207,3 +209,43 @@ class ProviderHTTPError(ProviderError):
 
 class StreamError(ProviderError):
     """An error event inside a 200 stream that arrived before any output."""
+
+
+class ContextOverflowError(ProviderHTTPError):
+    """The provider said the input does not fit the model's context window:
+    CONTEXT_FULL arriving as an error, before any output.
+
+    Raised for Anthropic's 400 "prompt is too long" (``code="prompt_too_long"``),
+    OpenAI's ``context_length_exceeded``, llama.cpp's "exceed context window",
+    and the same words in an error inside a 2xx answer (``status`` is then 200),
+    for every wire protocol (:func:`looks_like_context_overflow`). Catch it to
+    shorten the prompt; :class:`~zett_agent.extensions.ContextCompaction` acts on
+    it; ``zett run`` reports it as ``context_full`` (exit 5).
+    """
+
+
+_OVERFLOW_CODES = frozenset({"prompt_too_long", "context_length_exceeded"})
+_OVERFLOW_TEXT = (
+    "prompt is too long",
+    "maximum context length",
+    "context length exceeded",
+    "context_length_exceeded",
+    "context window",
+    "input is too long",
+    "exceeds the maximum number of tokens",
+    "exceeds the context length",  # Ollama
+)
+
+
+def looks_like_context_overflow(status: int | None, code: object, message: object) -> bool:
+    """Whether an error with this HTTP ``status``, provider ``code`` and ``message``
+    says the input does not fit the context window: an overflow code
+    (``prompt_too_long``, ``context_length_exceeded``) at any status, or overflow
+    words in the message of a 400, a 413 or an in-stream error (``status`` 200 or
+    None)."""
+    if str(code) in _OVERFLOW_CODES:
+        return True
+    if status not in (None, 200, 400, 413):
+        return False
+    text = str(message).lower()
+    return any(marker in text for marker in _OVERFLOW_TEXT)

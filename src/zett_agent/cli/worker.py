@@ -25,7 +25,9 @@ from typing import Annotated, Any
 
 import typer
 
-from zett_agent.cli.main import _err, _out, app
+from zett_agent.cli.main import app
+from zett_agent.cli.main import err_console as _err
+from zett_agent.cli.main import out_console as _out
 
 __all__ = ["load_factory", "worker"]
 
@@ -101,13 +103,13 @@ async def _serve(
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     try:
+        names = ", ".join(a.name for a in agents)
+        _out().print(f"worker {executor_id} ready (agents: {names})", soft_wrap=True)
         if recover:
             async with DurableRuns(url) as runs:
                 for dead in recover:
                     ids = await runs.recover_executor(dead)
                     _err().print(f"recovered {len(ids)} run(s) of executor {dead}")
-        names = ", ".join(a.name for a in agents)
-        _out().print(f"worker {executor_id} ready (agents: {names})", soft_wrap=True)
         await stop.wait()
     finally:
         shutdown()

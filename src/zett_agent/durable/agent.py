@@ -11,8 +11,9 @@ from dbos import DBOS, SetWorkflowID
 
 from zett_agent.agent import Agent
 from zett_agent.durable import runtime
+from zett_agent.durable.checkpoints import decode_final
 from zett_agent.durable.steps import DurableExtension, DurableModel, StepTool, is_idempotent
-from zett_agent.messages import AssistantMessage, message_from_dict
+from zett_agent.messages import AssistantMessage
 from zett_agent.sessions import SessionStore, SQLiteSessionStore
 
 __all__ = ["DurableAgent", "new_run_id"]
@@ -84,6 +85,7 @@ class DurableAgent:
                 tool,
                 f"{prefix}.tool",
                 idempotent=tool.name in self.idempotent_tools or is_idempotent(tool),
+                default_timeout=source.config.tool_timeout,
             )
             for tool in source.tools.values()
         ]
@@ -128,8 +130,4 @@ class DurableAgent:
 
 def final_of(output: str) -> AssistantMessage:
     """The final message of a run from the workflow's output (stored JSON)."""
-    import json
-
-    message = message_from_dict(json.loads(output))
-    assert isinstance(message, AssistantMessage)
-    return message
+    return decode_final(output)

@@ -12,6 +12,7 @@ model call         ``{"response": <assistant message whose stop is the call's
                    whole StopInfo, END_TURN and TOOL_USE included>}`` or
                    ``{"error": {"class", "message", "provider", "status",
                    "error_type", "code", "retry_after", "body"}}``
+run output         the final assistant message
 tool call          ``{"result": <tool result message>}``
 hooks              ``pending_messages``: ``{"messages": [...]}``; ``before_tool``,
                    ``after_tool``: ``{"result": <tool result> | None}``;
@@ -37,9 +38,11 @@ from zett_agent.messages import (
 from zett_agent.protocols.base import ModelResponse
 
 __all__ = [
+    "decode_final",
     "decode_messages",
     "decode_model_call",
     "decode_tool_result",
+    "encode_final",
     "encode_messages",
     "encode_model_error",
     "encode_model_response",
@@ -117,6 +120,17 @@ def decode_model_call(text: str) -> ModelResponse | Exception:
         except TypeError:
             pass
     return errors.TransportError(f"{facts['class']}: {facts['message']}")
+
+
+def encode_final(message: AssistantMessage) -> str:
+    """A run's output: its final message, as stored."""
+    return _dumps(message_to_dict(message))
+
+
+def decode_final(text: str) -> AssistantMessage:
+    message = message_from_dict(json.loads(text))
+    assert isinstance(message, AssistantMessage)
+    return message
 
 
 def encode_tool_result(result: ToolResultMessage | None) -> str:

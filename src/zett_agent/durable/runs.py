@@ -117,10 +117,18 @@ class DurableRuns:
         found = await self._client.list_workflows_async(workflow_ids=[run_id], load_output=False)
         return _info(found[0]) if found else None
 
-    async def list_runs(self, *, limit: int = 50, status: str | None = None) -> list[RunInfo]:
-        """The newest runs first (``status``: only those, e.g. ``"PENDING"``)."""
+    async def list_runs(
+        self, *, limit: int = 50, status: str | None = None, executor_id: str | None = None
+    ) -> list[RunInfo]:
+        """The newest runs first (``status``: only those, e.g. ``"PENDING"``;
+        ``executor_id``: only those of that worker)."""
         found = await self._client.list_workflows_async(
-            name=WORKFLOW_NAME, status=status, limit=limit, sort_desc=True, load_output=False
+            name=WORKFLOW_NAME,
+            status=status,
+            executor_id=executor_id,
+            limit=limit,
+            sort_desc=True,
+            load_output=False,
         )
         return [_info(s) for s in found]
 

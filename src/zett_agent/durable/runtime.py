@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from dbos import DBOS, DBOSConfig
 
-from zett_agent.durable.checkpoints import _dumps
+from zett_agent.durable.checkpoints import encode_final
 from zett_agent.durable.steps import step
 from zett_agent.errors import ConfigError
 from zett_agent.events import final_message
@@ -120,10 +120,7 @@ async def run_workflow(agent_name: str, session_id: str, prompt: str | None) -> 
 
     agent = durable.step_agent()
     events = agent.stream(prompt, history=history, on_message=append, run_id=run_id)
-    final = await final_message(events)
-    from zett_agent.messages import message_to_dict
-
-    return _dumps(message_to_dict(final))
+    return encode_final(await final_message(events))
 
 
 @dataclass(frozen=True)

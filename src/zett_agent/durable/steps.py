@@ -22,6 +22,7 @@ result) and the run goes on, as a cancelled run answers an unfinished call.
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncGenerator, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -43,7 +44,8 @@ from zett_agent.extensions import Extension, RecoveryContext, RetryRequest
 from zett_agent.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 from zett_agent.models import ModelClient
 from zett_agent.protocols.base import ModelRequest, ModelResponse, StreamEvent
-from zett_agent.tools import Tool
+from zett_agent.telemetry import Telemetry
+from zett_agent.tools import Tool, ToolRunner
 
 __all__ = [
     "TOOL_INTERRUPTED",
@@ -134,21 +136,35 @@ class DurableModel:
 
 @dataclass(frozen=True)
 class StepTool(Tool):
-    """A :class:`~zett_agent.tools.Tool` whose call is a marker step, then a step."""
+    """A :class:`~zett_agent.tools.Tool` whose call is a marker step, then a step.
+
+    The tool's timeout is applied inside the step (by a one-call
+    :class:`~zett_agent.tools.ToolRunner`, so the timeout's error result is the
+    core's own), and so is checkpointed: the run's runner sees no limit on the
+    step itself (``timeout`` is ``math.inf``), which would otherwise cut the step
+    off and store a result no checkpoint holds.
+    """
 
     step_prefix: str = ""
     idempotent: bool = False
+    inner: Tool | None = None
+    inner_timeout: float | None = None
 
     @classmethod
-    def wrap(cls, tool: Tool, step_prefix: str, *, idempotent: bool) -> StepTool:
+    def wrap(
+        cls, tool: Tool, step_prefix: str, *, idempotent: bool, default_timeout: float | None
+    ) -> StepTool:
+        """``tool`` as steps; ``default_timeout`` is the run's (``tool_timeout``)."""
         return cls(
             tool.name,
             tool.description,
             tool.function,
             tool.arguments,
-            tool.timeout,
+            math.inf,
             step_prefix=step_prefix,
             idempotent=idempotent,
+            inner=tool,
+            inner_timeout=tool.timeout if tool.timeout is not None else default_timeout,
         )
 
     async def call(self, call: ToolCall) -> ToolResultMessage:
@@ -166,11 +182,30 @@ class StepTool(Tool):
                 return encode_tool_result(
                     ToolResultMessage(call.id, call.name, TOOL_INTERRUPTED, is_error=True)
                 )
-            return encode_tool_result(await Tool.call(self, call))
+            return encode_tool_result(await self._call_inner(call))
 
         result = decode_tool_result(await step(f"{self.step_prefix}.{self.name}", run))
         assert result is not None
         return result
+
+    async def _call_inner(self, call: ToolCall) -> ToolResultMessage:
+        """The wrapped tool's call under its timeout, as the core runs one call
+        (no hooks: the run's runner calls them around this step)."""
+        assert self.inner is not None
+        runner = ToolRunner(
+            {self.name: self.inner},
+            (),
+            Telemetry(enabled=False),
+            parallel=False,
+            timeout=self.inner_timeout,
+            max_calls=None,
+            max_argument_chars=None,
+            max_result_chars=None,
+        )
+        results: list[ToolResultMessage | None] = [None]
+        await runner.run(AssistantMessage(tool_calls=(call,)), None, results)
+        assert results[0] is not None
+        return results[0]
 
 
 class DurableExtension(Extension):

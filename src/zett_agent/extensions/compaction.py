@@ -8,7 +8,7 @@
 Acts on CONTEXT_FULL — a stop (``model_context_window_exceeded``...) or the same
 fact arriving as an error: a provider's "prompt is too long" 400 (Anthropic
 ``code="prompt_too_long"``, OpenAI ``context_length_exceeded``; see
-:func:`~zett_agent.recovery.is_context_overflow`). Never after REFUSAL or any
+:class:`~zett_agent.errors.ContextOverflowError`). Never after REFUSAL or any
 other stop.
 
 The request that overflowed is compacted and sent again, at most

@@ -21,7 +21,14 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal, NamedTuple, TypeAlias
 
-from zett_agent.errors import DecodeError, ProviderError, ProviderHTTPError, StreamError
+from zett_agent.errors import (
+    ContextOverflowError,
+    DecodeError,
+    ProviderError,
+    ProviderHTTPError,
+    StreamError,
+    looks_like_context_overflow,
+)
 from zett_agent.messages import AssistantMessage, Message, ToolCall, Usage
 from zett_agent.stop import StopInfo, StopReason
 from zett_agent.vendors import Vendor, dig, match_http_refusal
@@ -541,14 +548,16 @@ class Decoder(ABC):
         """Decode a non-2xx answer: a refusal (a vendor's ``http_refusals`` rule)
         becomes a REFUSAL response with no text; anything else raises
         :class:`~zett_agent.errors.ProviderHTTPError` with the fields of
-        :meth:`error_fields`."""
+        :meth:`error_fields` (:class:`~zett_agent.errors.ContextOverflowError` when
+        they say the input does not fit the context window)."""
         data = self.error_body(body)
         refusal = match_http_refusal(self.vendor, status, data)
         if refusal is not None:
             return self.builder.build(refusal)
         fields = self.error_fields(data)
         retry_after = retry_after_seconds(headers)
-        raise ProviderHTTPError(
+        overflow = looks_like_context_overflow(status, fields.code, fields.message)
+        raise (ContextOverflowError if overflow else ProviderHTTPError)(
             fields.message or f"HTTP {status}",
             provider=self.vendor.name,
             status=status,
@@ -588,8 +597,13 @@ class Decoder(ABC):
     ) -> ProviderError:
         """The error to raise for an error reported inside a 2xx answer before any
         output: :class:`~zett_agent.errors.StreamError` in a stream,
-        :class:`~zett_agent.errors.ProviderError` in a whole body."""
-        return (StreamError if streamed else ProviderError)(
+        :class:`~zett_agent.errors.ProviderError` in a whole body;
+        :class:`~zett_agent.errors.ContextOverflowError` in both when the error
+        says the input does not fit the context window."""
+        kind: type[ProviderError] = StreamError if streamed else ProviderError
+        if looks_like_context_overflow(status, code, message):
+            kind = ContextOverflowError
+        return kind(
             message,
             provider=self.vendor.name,
             status=status,

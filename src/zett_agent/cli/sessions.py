@@ -1,0 +1,225 @@
+"""``zett sessions list|show|resume``: stored sessions from the command line.
+
+Sessions are those ``zett run --db FILE`` (or an ``AgentClient`` on the same
+SQLite file) stored. ``show`` prints a conversation with each abnormal stop as
+:meth:`StopInfo.describe <zett_agent.stop.StopInfo.describe>` words it;
+``resume`` continues an interrupted or cut-off last answer with the notices and
+exit codes of ``zett run``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from zett_agent.cli.main import DEFAULT_MODEL, EXIT_CODES, app, err_console, out_console
+
+if TYPE_CHECKING:
+    from zett_agent.messages import Message
+
+__all__ = ["sessions_app"]
+
+sessions_app = typer.Typer(
+    name="sessions",
+    help="List, show and resume sessions stored with zett run --db FILE.",
+    no_args_is_help=True,
+)
+app.add_typer(sessions_app)
+
+DbOption = Annotated[
+    Path, typer.Option(envvar="ZETT_DB", help="SQLite file the sessions are stored in.")
+]
+
+
+def _open_db(db: Path) -> Any:
+    """The store of ``db``; a usage error (exit 2) when the file does not exist."""
+    from zett_agent.sessions import SQLiteSessionStore
+
+    if not db.is_file():
+        raise typer.BadParameter(f"no such file: {db}", param_hint="--db")
+    return SQLiteSessionStore(db)
+
+
+def _fail(error: BaseException) -> typer.Exit:
+    err_console().print(f"✖ {type(error).__name__}: {error}", style="bold red", markup=False)
+    return typer.Exit(EXIT_CODES["error"])
+
+
+@sessions_app.command("list")
+def list_sessions(
+    db: DbOption,
+    json_output: Annotated[bool, typer.Option("--json", help="One JSON line per session.")] = False,
+) -> None:
+    """The stored sessions, most recently written first: id, messages, last write,
+    and how the last answer ended."""
+    import anyio
+
+    from zett_agent.errors import ZettError
+
+    store = _open_db(db)
+
+    async def collect() -> list[tuple[Any, Any]]:
+        async with store:
+            infos = await store.list_sessions()
+            found = []
+            for info in infos:
+                messages = await store.load(info.session_id)
+                found.append((info, _last_stop(messages)))
+            return found
+
+    try:
+        found = anyio.run(collect)
+    except ZettError as error:
+        raise _fail(error) from None
+    if json_output:
+        for info, stop in found:
+            record = {"session_id": info.session_id, "messages": info.rows,
+                      "updated_at": info.updated_at, "last_stop": stop}  # fmt: skip
+            typer.echo(json.dumps(record, ensure_ascii=False))
+        return
+    from datetime import datetime
+
+    from rich import box
+    from rich.table import Table
+
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("session", "messages", "last written", "last answer"):
+        table.add_column(column, overflow="fold")
+    for info, stop in found:
+        when = datetime.fromtimestamp(info.updated_at).strftime("%Y-%m-%d %H:%M:%S")
+        table.add_row(info.session_id, str(info.rows), when, stop or "ok")
+    if not found:
+        err_console().print(f"no sessions in {db}")
+        return
+    out_console().print(table)
+
+
+def _last_stop(messages: list[Message]) -> str | None:
+    from zett_agent.messages import AssistantMessage
+
+    for message in reversed(messages):
+        if isinstance(message, AssistantMessage):
+            return message.stop.describe() if message.stop is not None else None
+    return None
+
+
+@sessions_app.command()
+def show(
+    session_id: Annotated[str, typer.Argument(metavar="ID", help="The session's id.")],
+    db: DbOption,
+) -> None:
+    """Print a stored conversation: each message, tool call and result, and each
+    abnormal stop as "⚠ stopped: ..." in the words of StopInfo.describe()."""
+    import anyio
+    from rich.text import Text
+
+    from zett_agent.errors import ZettError
+    from zett_agent.messages import (
+        AssistantMessage,
+        SystemMessage,
+        ToolResultMessage,
+        UserMessage,
+    )
+
+    store = _open_db(db)
+
+    async def load() -> list[Message]:
+        async with store:
+            messages: list[Message] = await store.load(session_id)
+            return messages
+
+    try:
+        messages = anyio.run(load)
+    except ZettError as error:
+        raise _fail(error) from None
+    if not messages:
+        err_console().print(f"no session {session_id!r} in {db}", markup=False)
+        raise typer.Exit(EXIT_CODES["error"])
+    out = out_console()
+    for message in messages:
+        match message:
+            case SystemMessage(content=content):
+                out.print(Text.assemble(("system: ", "bold magenta"), content))
+            case UserMessage(content=content):
+                out.print(Text.assemble(("user: ", "bold blue"), content))
+            case AssistantMessage():
+                out.print(Text.assemble(("assistant: ", "bold green"), message.text))
+                for call in message.tool_calls:
+                    out.print(Text(f"  🔧 {call.name}({call.arguments})", style="cyan"))
+                if message.stop is not None:
+                    colour = (
+                        "red"
+                        if message.stop.reason.value in ("refusal", "interrupted")
+                        else "yellow"
+                    )
+                    out.print(Text(f"  ⚠ stopped: {message.stop.describe()}", style=colour))
+            case ToolResultMessage(name=name, content=content, is_error=is_error):
+                style = "red" if is_error else "green"
+                out.print(Text(f"  ↳ {name}: {content}", style=style))
+
+
+@sessions_app.command()
+def resume(
+    ctx: typer.Context,
+    session_id: Annotated[str, typer.Argument(metavar="ID", help="The session's id.")],
+    db: DbOption,
+    model: Annotated[
+        str, typer.Option("--model", "-m", envvar="ZETT_MODEL", help="provider:model-name")
+    ] = DEFAULT_MODEL,
+    max_tokens: Annotated[
+        int | None, typer.Option(min=1, help="Output limit of each model call, in tokens.")
+    ] = None,
+    tools: Annotated[
+        str, typer.Option(help="Tools to offer, as for zett run: demo, none, or names.")
+    ] = "demo",
+    json_events: Annotated[
+        bool, typer.Option("--json", help="Print one JSON record per event.")
+    ] = False,
+    mcp: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="An MCP server whose tools to offer: a command line ('npx -y PKG ARGS') "
+            "or an http(s):// URL. Repeatable. Needs the 'mcp' extra."
+        ),
+    ] = None,
+    require_approval: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Tools whose calls wait for your approval: names joined by commas, "
+            "or all. Asked y/N on a terminal."
+        ),
+    ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Approve every call that waits for approval.")
+    ] = False,
+) -> None:
+    """Continue the session's interrupted or cut-off last answer (INTERRUPTED or
+    MAX_OUTPUT), printing and exiting as zett run does. A session whose last
+    answer ended normally, was refused, or filled the context cannot be resumed
+    (exit 1, nothing sent). A session whose tool calls wait for approval:
+    they are decided first (y/N on a terminal, --yes), then it goes on."""
+    from zett_agent.cli.run import RunOptions, model_variable, run_in_terminal
+    from zett_agent.demo_tools import select_demo_tools
+
+    try:
+        offered = select_demo_tools(tools)
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--tools") from None
+    _open_db(db)  # exists
+    options = RunOptions(
+        prompt=None,
+        model=model,
+        max_tokens=max_tokens,
+        tools=offered,
+        json_events=json_events,
+        db=db,
+        session=session_id,
+        model_variable=model_variable(ctx),
+        mcp=tuple(mcp or ()),
+        require_approval=tuple(require_approval or ()),
+        yes=yes,
+    )
+    raise typer.Exit(run_in_terminal(options))

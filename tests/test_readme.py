@@ -22,6 +22,10 @@ BLOCKS = re.findall(r"```python\n(.*?)```", README, flags=re.DOTALL)
 FRAGMENTS = {
     # the durable section's outline; its runnable program is examples/durable_run.py
     "DurableAgent(agent, ": "needs the durable extra and tools the README does not define",
+    "MCPTools(servers)": "needs MCP servers and tools the README does not define "
+    "(tests/test_mcp*.py run them)",
+    "requires_approval(delete_file)": "an outline: tools the README does not define "
+    "(tests/test_approvals.py runs the flow)",
 }
 """Blocks that are excerpts, not programs (a marker in the block -> why)."""
 SNIPPETS = [b for b in BLOCKS if not any(marker in b for marker in FRAGMENTS)]

@@ -18,6 +18,11 @@ END_TURN,      run tools if any, else complete (a stop hook may veto)
 TOOL_USE
 =============  ==========================================================
 
+Tool calls that wait for a person's approval (a tool's ``requires_approval``, or
+``AgentRunConfig.approval``): the answer's other calls run, then the run ends with
+them pending (``RUN_COMPLETED.approval``, :attr:`Agent.pending_approval`) until
+:meth:`Agent.approve` answers them (:mod:`zett_agent.approvals`).
+
 Cancelled (a cancel scope, task cancellation, or the consumer closing
 ``agent.stream``) while a model call streams: the output received so far (maybe
 none) is stored as an answer with stop INTERRUPTED, ``detail["cancelled"] =
@@ -57,12 +62,20 @@ are kept by :mod:`zett_agent.conversation`, its recoveries by
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from zett_agent.approvals import (
+    ApprovalPolicy,
+    ApprovalRequest,
+    Decision,
+    PendingApprovalError,
+    decided_results,
+)
+from zett_agent.errors import ResumeError
 from zett_agent.events import AgentEvent, AgentEventDispatcher, AgentEventType, final_message
 from zett_agent.extensions import Extension
 from zett_agent.loop import MAX_TURNS_RAW, Step, _Run
@@ -104,6 +117,10 @@ class AgentRunConfig:
         telemetry: make OpenTelemetry spans (when the ``otel`` extra is installed).
         tracer_provider: the OpenTelemetry ``TracerProvider`` for them (None: the
             global one).
+        approval: a policy given each tool call (arguments a JSON object):
+            True makes the call wait for a person's approval
+            (:mod:`zett_agent.approvals`). Tools with ``requires_approval`` always
+            wait.
         tool_timeout: seconds a tool call may run when the tool sets no
             ``timeout`` of its own (None: no limit); an overrun is answered with
             an error result and the run goes on.
@@ -126,6 +143,7 @@ class AgentRunConfig:
     model_options: dict[str, Any] = field(default_factory=dict)
     telemetry: bool = True
     tracer_provider: Any = None
+    approval: ApprovalPolicy | None = None
     tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT
     max_tool_calls: int | None = DEFAULT_MAX_TOOL_CALLS
     max_tool_argument_chars: int | None = DEFAULT_MAX_TOOL_ARGUMENT_CHARS
@@ -157,6 +175,8 @@ class Agent:
         self.tools = {tool.name: tool for tool in map(_tool, tools)}
         self.extensions = list(extensions)
         self.messages: list[Message] = []
+        self.pending_approval: ApprovalRequest | None = None
+        """The calls of ``messages`` waiting for a decision (see :meth:`approve`)."""
 
     async def aclose(self) -> None:
         """Close the model (its HTTP client, and a local server it started)."""
@@ -199,8 +219,12 @@ class Agent:
         ``on_message`` is called (and awaited if async) with each message as soon
         as it is complete, for durable storage. ``run_id`` names the run in events,
         logs and spans (default: a random 12-hex id); a durable engine passes one
-        derived from its workflow id so a replayed run has the same one.
+        derived from its workflow id so a replayed run has the same one. Raises
+        :class:`~zett_agent.approvals.PendingApprovalError` when ``messages`` has
+        calls waiting for approval (answer them with :meth:`approve`).
         """
+        if history is None:
+            self._check_no_pending()
         messages = list(self.messages if history is None else history)
         run = _Run(self, messages, on_message, run_id=run_id)
         # the loop's events are yielded from here, not through another generator
@@ -214,6 +238,7 @@ class Agent:
         finally:
             if history is None:
                 self.messages = run.conversation.messages
+                self.pending_approval = run.pending
 
     async def resume(
         self,
@@ -245,6 +270,8 @@ class Agent:
         continuation, or a retry of an answer with no text). ResumeError is raised
         when iteration starts, before anything is sent.
         """
+        if history is None:
+            self._check_no_pending()
         messages = list(self.messages if history is None else history)
         plan = plan_resume(messages, self.model, self.continue_prompt)
         run = _Run(self, messages, on_message, on_replace=on_replace, plan=plan)
@@ -255,6 +282,62 @@ class Agent:
         finally:
             if history is None:
                 self.messages = run.conversation.messages
+                self.pending_approval = run.pending
+
+    async def approve(
+        self,
+        decisions: Mapping[str, Decision],
+        *,
+        history: Sequence[Message] | None = None,
+        pending: ApprovalRequest | None = None,
+        dispatcher: AgentEventDispatcher | None = None,
+    ) -> AssistantMessage:
+        """Answer the calls waiting for approval and go on: approved calls run,
+        denied ones get an error result with the reason, then the model gets its
+        turn. ``decisions`` holds one :class:`~zett_agent.approvals.Decision` per
+        pending call id. Returns the final message (which may wait for approval
+        again: see ``pending_approval``).
+
+        ``pending`` and ``history`` default to ``pending_approval`` and
+        ``messages``. Raises :class:`~zett_agent.errors.ResumeError` when nothing
+        waits, ``ValueError`` when a pending call has no decision or a decision
+        names no pending call (before anything runs)."""
+        events = self.approve_stream(decisions, history=history, pending=pending)
+        return await final_message(events, dispatcher)
+
+    async def approve_stream(
+        self,
+        decisions: Mapping[str, Decision],
+        *,
+        history: Sequence[Message] | None = None,
+        pending: ApprovalRequest | None = None,
+        on_message: Callable[[Message], Any] | None = None,
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """:meth:`approve`, yielding events as :meth:`stream` does."""
+        request = pending if pending is not None else self.pending_approval
+        if request is None:
+            raise ResumeError("no tool calls are waiting for approval")
+        decided_results(request, decisions)  # ValueError before anything runs
+        messages = list(self.messages if history is None else history)
+        run = _Run(self, messages, on_message, decided=(request, dict(decisions)))
+        if history is None:
+            self.pending_approval = None
+        try:  # as in stream()
+            async with aclosing(run.events(None)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            if history is None:
+                self.messages = run.conversation.messages
+                self.pending_approval = run.pending
+
+    def _check_no_pending(self) -> None:
+        if self.pending_approval is not None:
+            names = ", ".join(c.name for c in self.pending_approval.calls)
+            raise PendingApprovalError(
+                f"tool calls wait for approval ({names}): answer them with approve() first",
+                self.pending_approval.calls,
+            )
 
 
 async def create_agent(

@@ -7,11 +7,17 @@
         ...
     message = await client.run("And the tests?", session_id="s1")
     message = await client.resume("s1")     # after an INTERRUPTED or MAX_OUTPUT answer
+    message = await client.approve("s1", {"call_1": approve()})   # calls waiting for approval
 
 Each run loads the session, runs :meth:`Agent.stream <zett_agent.agent.Agent.stream>`
 on it, and writes every message to the store as soon as it is complete, so a
 crashed or killed process loses only the answer that was streaming. A cancelled
 run stores the text received so far (INTERRUPTED, ``detail["cancelled"]``).
+
+A run that ends with tool calls waiting for approval stores them as an approval
+request row; :meth:`AgentClient.approve` stores the decisions as a row before any
+tool runs, then goes on. Until then a new prompt or a plain resume of that session
+raises :class:`~zett_agent.approvals.PendingApprovalError`.
 
 Runs of one session in one client wait for each other; runs of different
 sessions go concurrently, and several processes may share one SQLite file.
@@ -23,14 +29,23 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing, asynccontextmanager
 from functools import partial
 
 import anyio
 
 from zett_agent.agent import Agent
-from zett_agent.events import AgentEvent, AgentEventDispatcher, final_message
+from zett_agent.approvals import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Decision,
+    PendingApprovalError,
+    decided_results,
+    pending_request,
+)
+from zett_agent.errors import ResumeError
+from zett_agent.events import AgentEvent, AgentEventDispatcher, AgentEventType, final_message
 from zett_agent.messages import AssistantMessage, Message
 from zett_agent.sessions import (
     InMemorySessionStore,
@@ -40,9 +55,23 @@ from zett_agent.sessions import (
     StoredRow,
     live_rows,
 )
-from zett_agent.sessions.base import check_session_id
+from zett_agent.sessions.base import check_session_id, messages_of
 
 __all__ = ["AgentClient", "new_session_id"]
+
+
+_APPROVAL_ROWS = (ApprovalRequest, ApprovalDecision)
+
+
+def _check_no_pending(session_id: str, rows: list[StoredRow]) -> None:
+    request = pending_request([row.message for row in rows])
+    if request is not None:
+        names = ", ".join(call.name for call in request.calls)
+        raise PendingApprovalError(
+            f"session {session_id!r}: tool calls wait for approval ({names}); "
+            "answer them with approve() before a new prompt or a resume",
+            request.calls,
+        )
 
 
 def new_session_id() -> str:
@@ -82,6 +111,7 @@ class AgentClient:
         self.store: SessionStore = store
         self.session_id = new_session_id() if session_id is None else check_session_id(session_id)
         self._locks: dict[str, anyio.Lock] = {}
+        self._stored_approval: dict[str, ApprovalRequest] = {}
 
     async def aclose(self) -> None:
         """Close the store if the client made it. The agent is left open."""
@@ -107,11 +137,12 @@ class AgentClient:
         """
         sid = self._sid(session_id)
         async with self._session(sid) as rows:
-            history = [row.message for row in rows]
+            _check_no_pending(sid, rows)
             append = partial(self.store.append, sid)
-            events = self.agent.stream(prompt, history=history, on_message=append)
+            events = self.agent.stream(prompt, history=messages_of(rows), on_message=append)
             async with aclosing(events):
                 async for event in events:
+                    await self._keep_approval(sid, event)
                     yield event
 
     async def run(
@@ -141,17 +172,22 @@ class AgentClient:
         """
         sid = self._sid(session_id)
         async with self._session(sid) as rows:
+            _check_no_pending(sid, rows)
+            rows = [
+                r for r in rows if not isinstance(r.message, ApprovalRequest | ApprovalDecision)
+            ]
 
             async def replace(index: int, message: Message) -> None:
                 await self.store.append(sid, message, replaces=rows[index].seq)
 
             events = self.agent.resume_stream(
-                history=[row.message for row in rows],
+                history=messages_of(rows),
                 on_message=partial(self.store.append, sid),
                 on_replace=replace,
             )
             async with aclosing(events):
                 async for event in events:
+                    await self._keep_approval(sid, event)
                     yield event
 
     async def resume(
@@ -160,6 +196,60 @@ class AgentClient:
         """:meth:`resume_stream` to the end: the final assistant message (the joined
         answer when the provider continued a prefill)."""
         return await final_message(self.resume_stream(session_id), dispatcher)
+
+    async def approve_stream(
+        self, session_id: str | None, decisions: Mapping[str, Decision]
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """Answer the session's calls waiting for approval and go on, yielding events.
+
+        The decisions are stored (an approval decision row) before any tool runs;
+        then approved calls run, denied ones get an error result carrying the
+        reason, and the model gets its turn. Raises
+        :class:`~zett_agent.errors.ResumeError` when nothing waits, ``ValueError``
+        when a pending call has no decision or a decision names no pending call
+        (nothing is stored then)."""
+        sid = self._sid(session_id)
+        async with self._session(sid) as rows:
+            request = pending_request([row.message for row in rows])
+            if request is None:
+                raise ResumeError(f"session {sid!r}: no tool calls are waiting for approval")
+            decided_results(request, decisions)
+            await self.store.append(sid, ApprovalDecision(dict(decisions)))
+            events = self.agent.approve_stream(
+                decisions,
+                history=messages_of(rows),
+                pending=request,
+                on_message=partial(self.store.append, sid),
+            )
+            async with aclosing(events):
+                async for event in events:
+                    await self._keep_approval(sid, event)
+                    yield event
+
+    async def approve(
+        self,
+        session_id: str | None,
+        decisions: Mapping[str, Decision],
+        *,
+        dispatcher: AgentEventDispatcher | None = None,
+    ) -> AssistantMessage:
+        """:meth:`approve_stream` to the end: the final assistant message."""
+        return await final_message(self.approve_stream(session_id, decisions), dispatcher)
+
+    async def pending_approval(self, session_id: str | None = None) -> ApprovalRequest | None:
+        """The session's tool calls waiting for approval, or None."""
+        rows = await self.store.rows(self._sid(session_id))
+        return pending_request([row.message for row in rows])
+
+    async def _keep_approval(self, session_id: str, event: AgentEvent) -> None:
+        """Store a run's approval request once, at its first announcement (so a
+        consumer that stops reading there still leaves it stored)."""
+        if event.approval is None or event.type is not AgentEventType.TOOL_APPROVAL_REQUESTED:
+            return
+        if self._stored_approval.get(session_id) is not event.approval:
+            self._stored_approval[session_id] = event.approval
+            with anyio.CancelScope(shield=True):
+                await self.store.append(session_id, event.approval)
 
     # ------------------------------------------------------------ sessions
 

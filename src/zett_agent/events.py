@@ -5,7 +5,7 @@ Order for one run::
     RUN_STARTED
     ( MODEL_STARTED (TEXT_DELTA | REASONING_DELTA | TOOL_CALL_DELTA)*
       MODEL_COMPLETED [MODEL_STOPPED]
-      TOOL_CALL_STARTED* TOOL_CALL_COMPLETED* )*
+      TOOL_CALL_STARTED* TOOL_CALL_COMPLETED* TOOL_APPROVAL_REQUESTED* )*
     [MAX_TURNS_REACHED]
     RUN_COMPLETED | RUN_FAILED
 
@@ -13,7 +13,10 @@ MODEL_STOPPED comes right after MODEL_COMPLETED and only for an abnormal stop
 (``event.stop`` is set); a PAUSED step that is continued is not reported.
 RUN_COMPLETED still follows a refusal: the request ran to its end. The tool calls
 of one answer are all STARTED, then run (concurrently by default), then
-COMPLETED one by one in the model's order.
+COMPLETED one by one in the model's order. Calls that wait for a person's
+approval are not started: each gets TOOL_APPROVAL_REQUESTED after the others
+completed, and the run ends with RUN_COMPLETED whose ``approval`` holds them
+(:mod:`zett_agent.approvals`).
 """
 
 from __future__ import annotations
@@ -23,11 +26,14 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zett_agent.messages import AssistantMessage, ToolCall, ToolResultMessage, message_to_dict
 from zett_agent.protocols.base import ReasoningDelta, StreamEvent, TextDelta, ToolCallDelta
 from zett_agent.stop import StopInfo
+
+if TYPE_CHECKING:
+    from zett_agent.approvals import ApprovalRequest
 
 __all__ = [
     "AgentEvent",
@@ -50,6 +56,7 @@ class AgentEventType(StrEnum):
     MODEL_STOPPED = "model_stopped"
     TOOL_CALL_STARTED = "tool_call_started"
     TOOL_CALL_COMPLETED = "tool_call_completed"
+    TOOL_APPROVAL_REQUESTED = "tool_approval_requested"
     MAX_TURNS_REACHED = "max_turns_reached"
     RUN_COMPLETED = "run_completed"
     RUN_FAILED = "run_failed"
@@ -72,6 +79,10 @@ class AgentEvent:
             and RUN_COMPLETED when the final message has one).
         message: the assistant message (MODEL_COMPLETED, MODEL_STOPPED, RUN_COMPLETED).
         error: the exception that ended the run (RUN_FAILED).
+        approval: the calls waiting for a person's approval (RUN_COMPLETED of a
+            run that ended for that, and each TOOL_APPROVAL_REQUESTED; None
+            otherwise): the run-level outcome "awaiting approval", apart from why
+            the model stopped.
     """
 
     type: AgentEventType
@@ -83,6 +94,7 @@ class AgentEvent:
     stop: StopInfo | None = None
     message: AssistantMessage | None = None
     error: BaseException | None = None
+    approval: ApprovalRequest | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-compatible record of this event (fields that are None left out)."""
@@ -111,6 +123,10 @@ class AgentEvent:
             record["message"] = message_to_dict(self.message)
         if self.error is not None:
             record["error"] = f"{type(self.error).__name__}: {self.error}"
+        if self.approval is not None:
+            record["approval"] = [
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.approval.calls
+            ]
         return record
 
 

@@ -24,9 +24,10 @@ run in a :class:`~zett_agent.tools.ToolRunner`.
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from enum import Enum
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from zett_agent.approvals import ApprovalRequest, Decision, decided_results, needs_approval
 from zett_agent.conversation import Conversation
 from zett_agent.events import AgentEvent, AgentEventType, DeltaEvents, _maybe_await
 from zett_agent.messages import (
@@ -113,9 +115,12 @@ class _Run:
         *,
         on_replace: Callable[[int, Message], Any] | None = None,
         plan: ResumePlan | None = None,
+        decided: tuple[ApprovalRequest, Mapping[str, Decision]] | None = None,
         run_id: str | None = None,
     ) -> None:
         self.agent = agent
+        self.decided = decided  # approvals: run these decisions before the first model call
+        self.pending: ApprovalRequest | None = None  # the run ended waiting for approval
         self.config = agent.config
         self.model: ModelClient = agent.model  # a RetryRequest may switch it for the run
         self.conversation = Conversation(messages, on_message, on_replace=on_replace, plan=plan)
@@ -153,6 +158,9 @@ class _Run:
         try:
             if prompt is not None:
                 await self.conversation.add(UserMessage(prompt))
+            if self.decided is not None:
+                async for event in self._run_decided(*self.decided):
+                    yield event
             while True:
                 if self.step >= self.config.max_turns:  # retries count
                     final = self._max_turns()
@@ -183,6 +191,8 @@ class _Run:
                     case Step.RUN_TOOLS:
                         async for event in self._run_tools(answer):
                             yield event
+                        if self.pending is not None:  # calls wait for approval
+                            break
                     case Step.CONTINUE:
                         for message in self.recoveries.take_follow():
                             await self.conversation.add(message)
@@ -208,7 +218,12 @@ class _Run:
                 recoveries=len(self.recoveries.records),
                 error=failure,
             )
-        yield self.event(_E.RUN_COMPLETED, message=final, stop=final.stop if final else None)
+        yield self.event(
+            _E.RUN_COMPLETED,
+            message=final,
+            stop=final.stop if final else None,
+            approval=self.pending,
+        )
 
     async def _next_call(self) -> _Call:
         """A recovery's retry, sent as planned (on its model, if it names one, for
@@ -304,11 +319,20 @@ class _Run:
             elapsed_ms=(time.perf_counter() - call.started) * 1000,
         )
 
-    async def _run_tools(self, answer: AssistantMessage) -> AsyncIterator[AgentEvent]:
+    async def _run_tools(
+        self, answer: AssistantMessage, *, decided: bool = False
+    ) -> AsyncIterator[AgentEvent]:
         """Run the answer's tool calls; store every result, then report them, in the
         calls' order (so a consumer that stops listening after one report loses
         none). Cancelled while tools run: the results that finished are stored, and
-        each unfinished call gets a result saying the run was cancelled during it."""
+        each unfinished call gets a result saying the run was cancelled during it.
+        Calls that wait for approval (not when ``decided``) are not run: they are
+        announced after the others and left in ``self.pending``."""
+        waiting = [] if decided else self._waiting(answer)
+        if waiting:
+            answer = answer.replace(
+                tool_calls=tuple(c for c in answer.tool_calls if c not in waiting)
+            )
         calls = answer.tool_calls
         for call in calls:
             yield self.event(_E.TOOL_CALL_STARTED, tool_call=call)
@@ -327,6 +351,41 @@ class _Run:
             await self.conversation.add(result)
         for call, result in zip(calls, done, strict=True):
             yield self.event(_E.TOOL_CALL_COMPLETED, tool_call=call, tool_result=result)
+        if waiting:
+            self.pending = ApprovalRequest(tuple(waiting), self.run_id)
+            for call in waiting:
+                yield self.event(_E.TOOL_APPROVAL_REQUESTED, tool_call=call, approval=self.pending)
+
+    def _waiting(self, answer: AssistantMessage) -> list[ToolCall]:
+        """The calls of ``answer`` that wait for approval. A call whose arguments
+        were cut off never does (it is answered with an error result)."""
+        cut_off = answer.stop is not None and answer.stop.truncated
+        policy = self.config.approval
+        waiting = []
+        for call in answer.tool_calls:
+            if cut_off and not _is_object(call.arguments):
+                continue
+            if needs_approval(call, self.agent.tools.get(call.name), policy):
+                waiting.append(call)
+        return waiting
+
+    async def _run_decided(
+        self, request: ApprovalRequest, decisions: Mapping[str, Decision]
+    ) -> AsyncIterator[AgentEvent]:
+        """Resume after approval: the approved calls run (their results first, in
+        the request's order), then each denied call is answered with an error result
+        carrying its reason."""
+        approved, denied = decided_results(request, decisions)
+        if approved:
+            async for event in self._run_tools(
+                AssistantMessage(tool_calls=tuple(approved)), decided=True
+            ):
+                yield event
+        for call in request.calls:
+            if call.id in denied:
+                result = ToolResultMessage(call.id, call.name, denied[call.id], is_error=True)
+                await self.conversation.add(result)
+                yield self.event(_E.TOOL_CALL_COMPLETED, tool_call=call, tool_result=result)
 
     # ------------------------------------------------------------ decisions
 
@@ -436,6 +495,13 @@ class _Run:
 TOOL_CANCELLED = (
     "The run was cancelled while this tool call was running; it may or may not have taken effect."
 )
+
+
+def _is_object(arguments: str) -> bool:
+    try:
+        return isinstance(json.loads(arguments or "{}"), dict)
+    except (ValueError, RecursionError):
+        return False
 
 
 def _cancelled_during(call: ToolCall) -> ToolResultMessage:

@@ -87,7 +87,8 @@ class Tool:
     """A function the model may call.
 
     ``arguments`` is the pydantic model that validates the call's arguments;
-    ``spec`` is what is sent to the provider.
+    ``spec`` is what is sent to the provider. ``requires_approval``: each call
+    waits for a person's decision (:mod:`zett_agent.approvals`).
     """
 
     name: str
@@ -99,6 +100,7 @@ class Tool:
     goes on); None: the run's default (``AgentRunConfig.tool_timeout``);
     ``math.inf``: no limit. A sync function runs in a thread that cannot be
     stopped: its result then says it may still be running."""
+    requires_approval: bool = False
 
     @property
     def in_thread(self) -> bool:

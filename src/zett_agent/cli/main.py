@@ -43,6 +43,7 @@ EXIT_CODES: Mapping[str, int] = {
     "interrupted": 6,
     "max_turns": 7,
     "other": 8,
+    "approval": 9,
     "cancelled": 130,
 }
 """Exit status of ``zett run``, ``zett sessions resume`` and ``zett inspect`` by
@@ -60,6 +61,7 @@ _EXIT_MEANING = {
     "interrupted": "the provider or the connection ended the answer",
     "max_turns": "--max-turns model calls were used up",
     "other": "another abnormal stop (unknown reason, unfinished pause)",
+    "approval": "tool calls wait for approval and nobody could answer (no terminal, no --yes)",
     "cancelled": "Ctrl-C or SIGTERM",
 }
 EXIT_TABLE = "\n\n".join(

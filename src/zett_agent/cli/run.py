@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from zett_agent.agent import Agent
+    from zett_agent.cli.approvals import Asker
     from zett_agent.events import AgentEvent
 
 __all__ = ["RunOptions", "exit_code_for", "run_agent", "run_events", "stdin_prompt"]
@@ -77,6 +78,12 @@ class RunOptions:
     session: str | None = None
     model_variable: str | None = None
     """The environment variable ``model`` came from (named in its errors), if any."""
+    mcp: Sequence[str] = ()
+    """``--mcp``: MCP server command lines or URLs whose tools are offered."""
+    require_approval: Sequence[str] = ()
+    """``--require-approval``: tool names (or ``all``) whose calls wait for approval."""
+    yes: bool = False
+    """``--yes``: approve every call that waits."""
     attempt_timeout: float | None = None
 
 
@@ -146,6 +153,23 @@ def run(
             "attempt, not per run: every call and every retry gets its own). Default 600.",
         ),
     ] = None,
+    mcp: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="An MCP server whose tools to offer: a command line ('npx -y PKG ARGS') "
+            "or an http(s):// URL. Repeatable. Needs the 'mcp' extra."
+        ),
+    ] = None,
+    require_approval: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Tools whose calls wait for your approval: names joined by commas, "
+            "or all. Asked y/N on a terminal."
+        ),
+    ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Approve every call that waits for approval.")
+    ] = False,
 ) -> None:
     from zett_agent.demo_tools import select_demo_tools
 
@@ -171,6 +195,9 @@ def run(
         db=db,
         session=session,
         model_variable=model_variable(ctx),
+        mcp=tuple(mcp or ()),
+        require_approval=tuple(require_approval or ()),
+        yes=yes,
         attempt_timeout=attempt_timeout,
     )
     raise typer.Exit(run_in_terminal(options))
@@ -218,23 +245,42 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 async def run_events(
-    agent: Agent, options: RunOptions, err: Console
+    agent: Agent, options: RunOptions, err: Console, asker: Asker | None = None
 ) -> AsyncGenerator[AgentEvent, None]:
-    """The run's events: a plain run, or a stored session's run or resume."""
+    """The run's events: a plain run, or a stored session's run or resume; calls
+    that wait for approval are decided by ``asker`` (``cli/approvals.py``)."""
+    from zett_agent.cli.approvals import Asker, approval_rounds
+
+    asker = asker or Asker(err)
     if options.db is None:
-        async with aclosing(agent.stream(options.prompt)) as plain:
+        plain = approval_rounds(agent.stream(options.prompt), agent.approve_stream, asker)
+        async with aclosing(plain):
             async for event in plain:
                 yield event
         return
     from zett_agent.client import AgentClient
 
     async with AgentClient(agent, options.db, session_id=options.session) as client:
+        sid = client.session_id
+        asker.session_id = sid
         if options.session is None and not options.json_events:
-            err.print(f"session {client.session_id}", style="dim", highlight=False)
+            err.print(f"session {sid}", style="dim", highlight=False)
         prompt = options.prompt
-        events = client.resume_stream() if prompt is None else client.stream(prompt)
-        async with aclosing(events):
-            async for event in events:
+        waiting = await client.pending_approval(sid) if prompt is None else None
+        if waiting is not None:  # resume a session that waits for approval: decide first
+            decisions = await asker.decide(waiting)
+            if decisions is None:
+                return
+            events = client.approve_stream(sid, decisions)
+        else:
+            events = client.resume_stream() if prompt is None else client.stream(prompt)
+
+        def approve(decisions: dict[str, Any]) -> AsyncGenerator[AgentEvent, None]:
+            return client.approve_stream(sid, decisions)
+
+        rounds = approval_rounds(events, approve, asker)
+        async with aclosing(rounds):
+            async for event in rounds:
                 yield event
 
 
@@ -243,6 +289,8 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
     from rich.text import Text
 
     from zett_agent.agent import AgentRunConfig, create_agent
+    from zett_agent.cli.approvals import Asker, approval_policy
+    from zett_agent.cli.mcp_tools import mcp_tools
     from zett_agent.cli.output import Printer, error_text
     from zett_agent.errors import ZettError
     from zett_agent.models import Model
@@ -261,6 +309,7 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
         config: dict[str, Any] = {
             "instructions": options.system,
             "tool_choice": options.tool_choice,
+            "approval": approval_policy(options.require_approval),
         }
         if options.max_tokens is not None:
             config["max_tokens"] = options.max_tokens
@@ -269,10 +318,14 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
         agent = await create_agent(
             model, config=AgentRunConfig("zett-run", **config), tools=list(options.tools)
         )
-        events = run_events(agent, options, err)
-        async with aclosing(events):
-            async for event in events:
-                printer.handle(event)
+        asker = Asker(err, yes=options.yes)
+        async with mcp_tools(options.mcp, agent):
+            events = run_events(agent, options, err, asker)
+            async with aclosing(events):
+                async for event in events:
+                    printer.handle(event)
+        if asker.waiting is not None:
+            return asker.report_waiting(options.db)
     except ZettError as error:
         if printer.failed:  # RUN_FAILED already said it
             return printer.exit_code

@@ -178,11 +178,29 @@ def resume(
     json_events: Annotated[
         bool, typer.Option("--json", help="Print one JSON record per event.")
     ] = False,
+    mcp: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="An MCP server whose tools to offer: a command line ('npx -y PKG ARGS') "
+            "or an http(s):// URL. Repeatable. Needs the 'mcp' extra."
+        ),
+    ] = None,
+    require_approval: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Tools whose calls wait for your approval: names joined by commas, "
+            "or all. Asked y/N on a terminal."
+        ),
+    ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Approve every call that waits for approval.")
+    ] = False,
 ) -> None:
     """Continue the session's interrupted or cut-off last answer (INTERRUPTED or
     MAX_OUTPUT), printing and exiting as zett run does. A session whose last
     answer ended normally, was refused, or filled the context cannot be resumed
-    (exit 1, nothing sent)."""
+    (exit 1, nothing sent). A session whose tool calls wait for approval:
+    they are decided first (y/N on a terminal, --yes), then it goes on."""
     from zett_agent.cli.run import RunOptions, model_variable, run_in_terminal
     from zett_agent.demo_tools import select_demo_tools
 
@@ -200,5 +218,8 @@ def resume(
         db=db,
         session=session_id,
         model_variable=model_variable(ctx),
+        mcp=tuple(mcp or ()),
+        require_approval=tuple(require_approval or ()),
+        yes=yes,
     )
     raise typer.Exit(run_in_terminal(options))

@@ -33,6 +33,7 @@ from zett_agent.errors import ConfigError
 from zett_agent.events import final_message
 from zett_agent.messages import Message
 from zett_agent.sessions import SessionStore, SQLiteSessionStore, live_rows
+from zett_agent.sessions.base import messages_of
 
 if TYPE_CHECKING:
     from zett_agent.durable.agent import DurableAgent
@@ -103,9 +104,7 @@ async def run_workflow(agent_name: str, session_id: str, prompt: str | None) -> 
         return rows[-1].seq if rows else 0
 
     last = await step(f"{durable.name}.session", last_row)
-    history = [
-        r.message for r in live_rows([r for r in await store.rows(session_id) if r.seq <= last])
-    ]
+    history = messages_of(live_rows([r for r in await store.rows(session_id) if r.seq <= last]))
     counter = itertools.count()
 
     async def append(message: Message) -> None:

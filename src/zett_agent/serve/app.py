@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,12 +46,14 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
 from zett_agent.agent import Agent
+from zett_agent.approvals import Decision, decided_results
 from zett_agent.client import AgentClient
 from zett_agent.errors import ResumeError, SessionStoreError, ZettError
 from zett_agent.events import AgentEvent
-from zett_agent.messages import UserMessage
+from zett_agent.messages import ToolCall, UserMessage
 from zett_agent.resume import plan_resume
 from zett_agent.sessions import InMemorySessionStore, SessionStore, live_rows
+from zett_agent.sessions.base import messages_of
 
 from .history import assistant_message_id, ui_messages
 from .request import ChatRequest, RequestError, new_input, valid_session_id
@@ -161,6 +163,7 @@ def create_app(
             Route("/api/sessions", sessions),
             Route("/api/sessions/{id}", session, methods=["GET", "DELETE"]),
             Route("/api/sessions/{id}/resume", resume, methods=["POST"]),
+            Route("/api/sessions/{id}/approve", approve, methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ],
         middleware=middleware,
@@ -213,6 +216,8 @@ async def chat(request: Request) -> Response:
     body = _validated(await _read_json(request, state.settings.max_body_bytes))
     session_id = valid_session_id(body.id)
     text = new_input(body)
+    if await state.client.pending_approval(session_id) is not None:
+        raise RequestError("tool calls wait for approval: POST /api/sessions/{id}/approve", 409)
     _claim(state, session_id)
     try:
         seq = await state.client.store.append(session_id, UserMessage(text))
@@ -294,7 +299,7 @@ async def resume(request: Request) -> Response:
     if not rows:
         raise RequestError("no such session", 404)
     try:
-        plan_resume([r.message for r in rows], state.agent.model, state.agent.continue_prompt)
+        plan_resume(messages_of(rows), state.agent.model, state.agent.continue_prompt)
     except ResumeError as error:
         raise RequestError(str(error), 409) from None
     shown = ui_messages(rows, state.agent.continue_prompt)
@@ -309,6 +314,51 @@ async def resume(request: Request) -> Response:
     return UIStreamResponse(
         _chunks(events, message_id), on_close=lambda: state.running.discard(session_id)
     )
+
+
+async def approve(request: Request) -> Response:
+    """Decide the session's calls that wait for approval and go on, streaming the
+    run as ``/api/chat`` does. Body: ``{"decisions": {"<call id>": {"approved": true}
+    | {"approved": false, "reason": "..."}}}``, one per waiting call (the
+    ``approvalId`` of its ``tool-approval-request``). 409 when nothing waits, 422 for
+    decisions that do not answer exactly the waiting calls."""
+    state = _state(request)
+    session_id = valid_session_id(request.path_params["id"])
+    if not _is_json(request):
+        raise RequestError("send the body as application/json", 415)
+    data = await _read_json(request, state.settings.max_body_bytes)
+    waiting = await state.client.pending_approval(session_id)
+    if waiting is None:
+        raise RequestError("no tool calls wait for approval in this session", 409)
+    raw = data.get("decisions") if isinstance(data, dict) else None
+    if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
+        raise RequestError('send {"decisions": {"<call id>": {"approved": true}}}', 422)
+    decisions = {
+        str(call_id): Decision(bool(d.get("approved")), _reason(d.get("reason")))
+        for call_id, d in raw.items()
+    }
+    try:
+        decided_results(waiting, decisions)
+    except ValueError as error:
+        raise RequestError(f"decisions: {error}", 422) from None
+    rows = live_rows(await state.client.store.rows(session_id))
+    shown = ui_messages(rows, state.agent.continue_prompt)
+    last = shown[-1] if shown else None
+    message_id = (
+        last["id"]
+        if last is not None and last["role"] == "assistant"
+        else assistant_message_id(rows[-1].seq)
+    )
+    _claim(state, session_id)
+    events = state.client.approve_stream(session_id, decisions)
+    return UIStreamResponse(
+        _chunks(events, message_id, waiting.calls),
+        on_close=lambda: state.running.discard(session_id),
+    )
+
+
+def _reason(value: Any) -> str | None:
+    return value[:2000] if isinstance(value, str) else None
 
 
 # ---------------------------------------------------------------- streaming
@@ -356,12 +406,15 @@ class UIStreamResponse(StreamingResponse):
 
 
 async def _chunks(
-    events: AsyncGenerator[AgentEvent, None], message_id: str
+    events: AsyncGenerator[AgentEvent, None],
+    message_id: str,
+    waiting: Sequence[ToolCall] = (),
 ) -> AsyncGenerator[bytes, None]:
     """The SSE bytes of one run: the encoder's chunks, then ``[DONE]``. An error
     ends the message with an ``error`` chunk whose text names the error's type only
     (details go to the log); a cancellation propagates (the client is gone)."""
     encoder = UIMessageStream(message_id)
+    encoder.continue_calls(waiting)  # approved calls of an earlier stream
     yield b"".join(map(sse, encoder.start()))
     try:
         async with aclosing(events) as run:

@@ -44,7 +44,7 @@ the one place a call is known to be kept; the answers come back in the next requ
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias
 
 from zett_agent.events import AgentEvent, AgentEventType
@@ -158,6 +158,10 @@ class ToolCallIds:
         self._open.append((call.id, ui_id))
         return ui_id
 
+    def find(self, tool_call_id: str) -> str | None:
+        """The UI id of the first unanswered call with ``tool_call_id`` (kept open)."""
+        return next((ui for provider, ui in self._open if provider == tool_call_id), None)
+
     def answer(self, tool_call_id: str) -> str | None:
         """The UI id of the first unanswered call with ``tool_call_id``; None if none."""
         for index, (provider_id, ui_id) in enumerate(self._open):
@@ -217,6 +221,8 @@ class UIMessageStream:
                     out.append({"type": "data-stop", "data": stop_data(event.stop)})
             case AgentEventType.TOOL_CALL_COMPLETED if event.tool_result is not None:
                 out += self._tool_output(event.tool_result)
+            case AgentEventType.TOOL_APPROVAL_REQUESTED if event.tool_call is not None:
+                out += self._approval_request(event.tool_call)
             case AgentEventType.RUN_COMPLETED:
                 self.final_stop = event.stop
             case _:
@@ -297,14 +303,23 @@ class UIMessageStream:
                 out += self._text(message.text)
         out += self._close_parts()
         out += self._tool_inputs(message)
-        out += self._approvals(message)
         return out
 
-    def _approvals(self, message: AssistantMessage) -> list[Chunk]:
-        """Tool approvals (to come, helper ``mcp``): ``tool-approval-request`` chunks
-        (``approvalId``, ``toolCallId``: the UI id :class:`ToolCallIds` gave the call)
-        for the kept calls of ``message`` that wait for a person. None today."""
-        return []
+    def continue_calls(self, calls: Sequence[ToolCall]) -> None:
+        """This message goes on from ``calls`` shown in an earlier stream (they
+        waited for approval): their results are sent as outputs of those calls."""
+        for call in calls:
+            self._tool_ids.add(call)
+
+    def _approval_request(self, call: ToolCall) -> list[Chunk]:
+        """The AI SDK's ``tool-approval-request`` for a call that waits for a person:
+        ``toolCallId`` is the UI id :class:`ToolCallIds` gave the call, ``approvalId``
+        the call's own id (the key of its decision in ``POST
+        /api/sessions/{id}/approve``)."""
+        ui_id = self._tool_ids.find(call.id)
+        if ui_id is None:
+            return []
+        return [{"type": "tool-approval-request", "approvalId": call.id, "toolCallId": ui_id}]
 
     def _tool_inputs(self, message: AssistantMessage) -> list[Chunk]:
         """The step's kept calls, now that the step has ended (withheld calls are

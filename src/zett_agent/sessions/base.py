@@ -7,7 +7,10 @@ A session is an append-only list of rows, one per complete message, numbered
 ====  ===================================================================
 0     written before ``AssistantMessage.stop`` existed: no ``stop`` key,
       loads with ``stop is None``
-1     the current form
+1     messages with ``stop``
+2     the current form: rows may also hold an approval request or decision
+      (``role`` ``"approval_request"`` / ``"approval_decision"``, see
+      :mod:`zett_agent.approvals`); :meth:`SessionStore.load` leaves them out
 ====  ===================================================================
 
 Rows are never rewritten. A resumed answer that is joined to the answer it
@@ -38,8 +41,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from zett_agent.approvals import (
+    APPROVAL_ROLES,
+    ApprovalDecision,
+    ApprovalRequest,
+    SessionEntry,
+    entry_from_dict,
+    entry_to_dict,
+)
 from zett_agent.errors import SessionStoreError
-from zett_agent.messages import Message, message_from_dict, message_to_dict
+from zett_agent.messages import Message
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -51,16 +62,18 @@ __all__ = [
     "encode_message",
     "key_conflict",
     "live_rows",
+    "messages_of",
     "replace_conflict",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The schema version of rows this code writes (see the module docstring)."""
 
 
 @dataclass(frozen=True)
 class StoredRow:
-    """One stored row: a complete message and where it sits in its session.
+    """One stored row: a complete message (or an approval request or decision) and
+    where it sits in its session.
 
     ``replaces`` is the ``seq`` of the row this one takes the place of in the
     loaded history (a joined resumed answer), else None. ``created_at`` is a Unix
@@ -69,7 +82,7 @@ class StoredRow:
 
     session_id: str
     seq: int
-    message: Message
+    message: SessionEntry
     schema_version: int = SCHEMA_VERSION
     replaces: int | None = None
     created_at: float = 0.0
@@ -97,7 +110,7 @@ class SessionStore(ABC):
     async def append(
         self,
         session_id: str,
-        message: Message,
+        message: SessionEntry,
         *,
         replaces: int | None = None,
         key: str | None = None,
@@ -124,8 +137,9 @@ class SessionStore(ABC):
 
     async def load(self, session_id: str) -> list[Message]:
         """The session's conversation: its messages, a joined answer in place of
-        the answer it replaced. An unknown session is empty."""
-        return [row.message for row in live_rows(await self.rows(session_id))]
+        the answer it replaced; approval rows are left out. An unknown session is
+        empty."""
+        return messages_of(live_rows(await self.rows(session_id)))
 
     @abstractmethod
     async def list_sessions(self) -> list[SessionInfo]:
@@ -144,6 +158,13 @@ class SessionStore(ABC):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def messages_of(rows: Sequence[StoredRow]) -> list[Message]:
+    """The messages of ``rows`` (approval requests and decisions left out)."""
+    return [
+        r.message for r in rows if not isinstance(r.message, ApprovalRequest | ApprovalDecision)
+    ]
 
 
 def live_rows(rows: Sequence[StoredRow]) -> list[StoredRow]:
@@ -166,7 +187,7 @@ def live_rows(rows: Sequence[StoredRow]) -> list[StoredRow]:
     return live
 
 
-def encode_message(session_id: str, message: Message) -> str:
+def encode_message(session_id: str, message: SessionEntry) -> str:
     """The JSON text stored for ``message`` (schema :data:`SCHEMA_VERSION`).
 
     Text that UTF-8 cannot hold (a lone surrogate: JSON's ``"\\ud800"`` decodes to
@@ -176,7 +197,7 @@ def encode_message(session_id: str, message: Message) -> str:
     """
     check_session_id(session_id)
     try:
-        data = message_to_dict(message)
+        data = entry_to_dict(message)
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         if not text.isascii() and _SURROGATE.search(text):  # scanned, not copied
             text = json.dumps(data, separators=(",", ":"), allow_nan=False)
@@ -202,7 +223,7 @@ def check_session_id(session_id: object) -> str:
     return session_id
 
 
-def decode_row(session_id: str, seq: int, schema_version: Any, data: Any) -> Message:
+def decode_row(session_id: str, seq: int, schema_version: Any, data: Any) -> SessionEntry:
     """Load the message of one stored row.
 
     Raises :class:`SessionStoreError` naming the session and row when the schema
@@ -234,8 +255,10 @@ def decode_row(session_id: str, seq: int, schema_version: Any, data: Any) -> Mes
         raise fail(f"the stored data is not a JSON object (got {type(payload).__name__})")
     if schema_version == 0:
         payload.pop("stop", None)  # version 0 predates stop: such a key meant something else
+    if schema_version < 2 and payload.get("role") in APPROVAL_ROLES:
+        raise fail(f"a {payload.get('role')} row needs schema version 2")
     try:
-        return message_from_dict(payload)
+        return entry_from_dict(payload)
     except ValueError as error:
         raise fail(f"the stored data is not a message: {error}") from error
 

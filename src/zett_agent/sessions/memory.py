@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from zett_agent.messages import Message
+from zett_agent.approvals import SessionEntry
 from zett_agent.sessions.base import (
     SCHEMA_VERSION,
     SessionInfo,
@@ -35,7 +35,7 @@ class InMemorySessionStore(SessionStore):
     async def append(
         self,
         session_id: str,
-        message: Message,
+        message: SessionEntry,
         *,
         replaces: int | None = None,
         key: str | None = None,

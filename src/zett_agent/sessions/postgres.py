@@ -25,8 +25,8 @@ import anyio
 import psycopg
 from psycopg import sql
 
+from zett_agent.approvals import SessionEntry
 from zett_agent.errors import SessionStoreError
-from zett_agent.messages import Message
 from zett_agent.sessions.base import (
     SCHEMA_VERSION,
     SessionInfo,
@@ -134,7 +134,7 @@ class PostgresSessionStore(SessionStore):
     async def append(
         self,
         session_id: str,
-        message: Message,
+        message: SessionEntry,
         *,
         replaces: int | None = None,
         key: str | None = None,

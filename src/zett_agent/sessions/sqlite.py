@@ -40,8 +40,8 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
+from zett_agent.approvals import SessionEntry
 from zett_agent.errors import SessionStoreError
-from zett_agent.messages import Message
 from zett_agent.sessions.base import (
     SCHEMA_VERSION,
     SessionInfo,
@@ -125,7 +125,7 @@ class SQLiteSessionStore(SessionStore):
     async def append(
         self,
         session_id: str,
-        message: Message,
+        message: SessionEntry,
         *,
         replaces: int | None = None,
         key: str | None = None,

@@ -98,6 +98,7 @@ function applyChunk(message, chunk, open) {
     case 'tool-input-error': { const p = tool(chunk.toolCallId); if (p) Object.assign(p, { state: 'output-error', input: chunk.input, errorText: chunk.errorText }); break; }
     case 'tool-output-available': { const p = tool(chunk.toolCallId); if (p) Object.assign(p, { state: 'output-available', output: chunk.output }); break; }
     case 'tool-output-error': { const p = tool(chunk.toolCallId); if (p) Object.assign(p, { state: 'output-error', errorText: chunk.errorText }); break; }
+    case 'tool-approval-request': { const p = tool(chunk.toolCallId); if (p) Object.assign(p, { state: 'approval-requested', approval: { id: chunk.approvalId } }); break; }
     case 'error': parts.push({ type: 'error', text: chunk.errorText }); break;
     case 'finish': message.finishReason = chunk.finishReason; break;
     case 'abort': parts.push({ type: 'error', text: 'Stopped.' }); break;
@@ -217,8 +218,40 @@ function renderTool(part) {
   box.append(el('pre', 'args', args));
   if (part.state === 'output-available') box.append(el('pre', 'result', `↳ ${show(part.output)}`));
   else if (part.state === 'output-error') box.append(el('pre', 'result', `✖ ${part.errorText}`));
+  else if (part.state === 'approval-requested') box.append(renderApproval(part));
   else box.append(el('pre', 'result dim', '…'));
   return box;
+}
+
+// A call that waits for a person: Approve / Deny. The decisions of one answer are
+// sent together (POST /api/sessions/{id}/approve) once every waiting call has one.
+function renderApproval(part) {
+  const row = el('div', 'approval');
+  if (part.approval.approved !== undefined) {
+    row.append(el('span', 'dim', part.approval.approved ? 'Approved' : 'Denied'));
+    return row;
+  }
+  for (const [label, approved] of [['Approve', true], ['Deny', false]]) {
+    const button = el('button', approved ? 'approve' : 'deny', label);
+    button.type = 'button';
+    button.disabled = state.busy;
+    button.addEventListener('click', () => decide(part, approved));
+    row.append(button);
+  }
+  return row;
+}
+
+function decide(part, approved) {
+  part.approval.approved = approved;
+  render();
+  const message = state.messages[state.messages.length - 1];
+  const waiting = message.parts.filter(p => p.state === 'approval-requested');
+  if (waiting.some(p => p.approval.approved === undefined)) return;
+  const decisions = {};
+  for (const p of waiting) {
+    decisions[p.approval.id] = p.approval.approved ? { approved: true } : { approved: false, reason: 'denied on the page' };
+  }
+  run(`/api/sessions/${encodeURIComponent(state.chatId)}/approve`, { decisions });
 }
 
 function render() {

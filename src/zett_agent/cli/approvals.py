@@ -1,0 +1,128 @@
+"""Approving tool calls in ``zett run`` (``--require-approval``, ``--yes``).
+
+A run whose tools wait for approval ends with them pending (the run's
+``RUN_COMPLETED`` carries an :class:`~zett_agent.approvals.ApprovalRequest`). Then:
+
+* ``--yes``: every pending call is approved and the run goes on;
+* on a terminal: each call is shown (name and arguments) and asked ``y/N``; an
+  answer other than ``y``/``yes`` denies it ("denied at the terminal");
+* otherwise (no terminal, no ``--yes``): the run stops with exit status
+  ``approval`` (9) and the session id on stderr, so a later run can decide.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field
+
+import anyio.to_thread
+from rich.console import Console
+from rich.text import Text
+
+from zett_agent.approvals import (
+    ApprovalPolicy,
+    ApprovalRequest,
+    Decision,
+    approve,
+    deny,
+    describe_call,
+)
+from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.messages import ToolCall
+
+__all__ = ["APPROVAL_EXIT", "Asker", "approval_policy", "approval_rounds"]
+
+APPROVAL_EXIT = 9
+"""Exit status of ``zett run`` when tool calls wait for approval and nobody can answer."""
+
+DENIED_AT_TERMINAL = "denied at the terminal"
+
+
+def approval_policy(names: Sequence[str]) -> ApprovalPolicy | None:
+    """``--require-approval`` (tool names, or ``all``) as a policy; None for none."""
+    wanted = {name.strip() for part in names for name in part.split(",") if name.strip()}
+    if not wanted:
+        return None
+    if "all" in wanted:
+        return lambda call: True
+    return lambda call: call.name in wanted
+
+
+@dataclass
+class Asker:
+    """Decides pending calls: all approved with ``yes``, else asked on a terminal.
+
+    ``ask`` reads one answer line (default: ``input`` in a worker thread);
+    ``interactive`` says whether anyone can answer (default: stdin is a TTY).
+    ``waiting`` holds the request nobody could answer.
+    """
+
+    err: Console
+    yes: bool = False
+    interactive: bool = field(default_factory=lambda: sys.stdin is not None and sys.stdin.isatty())
+    ask: Callable[[str], str] = input
+    waiting: ApprovalRequest | None = None
+    session_id: str | None = None  # the stored session the run belongs to, if any
+
+    async def decide(self, request: ApprovalRequest) -> dict[str, Decision] | None:
+        if self.yes:
+            for call in request.calls:
+                self._show(call, "approved (--yes)")
+            return {call.id: approve() for call in request.calls}
+        if not self.interactive:
+            self.waiting = request
+            return None
+        decisions: dict[str, Decision] = {}
+        for call in request.calls:
+            self._show(call, "")
+            answer = await anyio.to_thread.run_sync(self.ask, "   approve? [y/N] ")
+            approved = answer.strip().lower() in {"y", "yes"}
+            decisions[call.id] = approve() if approved else deny(DENIED_AT_TERMINAL)
+        return decisions
+
+    def report_waiting(self, db: object = None) -> int:
+        """Say which calls wait (and the session to decide them in); the exit status."""
+        assert self.waiting is not None
+        names = ", ".join(call.name for call in self.waiting.calls)
+        self.err.print(Text(f"⏸ waiting for approval: {names}", style="bold yellow"))
+        if self.session_id is not None and db is not None:
+            self.err.print(f"session {self.session_id}", highlight=False)
+            self.err.print(
+                f"decide with: zett sessions resume {self.session_id} --db {db} --yes "
+                "(or on a terminal, without --yes)",
+                highlight=False,
+                soft_wrap=True,
+            )
+        else:
+            self.err.print("run on a terminal to be asked, or with --yes", highlight=False)
+        return APPROVAL_EXIT
+
+    def _show(self, call: ToolCall, note: str) -> None:
+        line = Text.assemble(("⏸ ", "yellow"), (describe_call(call), "bold yellow"))
+        if note:
+            line.append(f"  {note}", style="dim")
+        self.err.print(line, highlight=False, soft_wrap=True)
+
+
+async def approval_rounds(
+    events: AsyncGenerator[AgentEvent, None],
+    approve_stream: Callable[[dict[str, Decision]], AsyncGenerator[AgentEvent, None]],
+    asker: Asker,
+) -> AsyncGenerator[AgentEvent, None]:
+    """The run's events, then, each time it ends waiting for approval and the
+    asker decides, the events of the run that goes on with those decisions."""
+    while True:
+        pending: ApprovalRequest | None = None
+        async with aclosing(events):
+            async for event in events:
+                if event.type is AgentEventType.RUN_COMPLETED:
+                    pending = event.approval
+                yield event
+        if pending is None:
+            return
+        decisions = await asker.decide(pending)
+        if decisions is None:
+            return
+        events = approve_stream(decisions)

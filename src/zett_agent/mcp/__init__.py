@@ -1,0 +1,41 @@
+"""Tools from MCP servers (optional extra ``mcp``: ``pip install 'zett-agent[mcp]'``).
+
+* :class:`MCPServer` — how to reach one server (a command for stdio, a URL for
+  streamable HTTP) and which of its tools to offer (prefix, allow/deny lists,
+  timeout, result size limit).
+* :class:`MCPTools` — connects to servers (``async with``), names their tools
+  (namespacing collisions), offers them to an agent (:meth:`MCPTools.attach`) and
+  lists them again when a server says they changed.
+* :class:`MCPTool` — the native :class:`~zett_agent.tools.Tool` an MCP tool becomes
+  (:mod:`zett_agent.mcp.convert`: the one conversion point, with the result
+  mapping), with a schema sanitized for the wire protocol
+  (:mod:`zett_agent.mcp.schema`).
+
+The stop rules hold as for any tool: under REFUSAL and INTERRUPTED, and for a call
+whose arguments were cut off, the server receives no call at all. Cancelling the
+run cancels the calls in flight, and the ``mcp`` client sends the server
+``notifications/cancelled`` for each. The core never imports this package.
+"""
+
+from __future__ import annotations
+
+try:
+    import mcp as _mcp  # noqa: F401
+except ImportError as error:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "zett_agent.mcp needs the 'mcp' extra: pip install 'zett-agent[mcp]'"
+    ) from error
+
+from .convert import MCPTool, result_text
+from .schema import sanitize_name, sanitize_schema
+from .server import MCPServer
+from .toolset import MCPTools
+
+__all__ = [
+    "MCPServer",
+    "MCPTool",
+    "MCPTools",
+    "result_text",
+    "sanitize_name",
+    "sanitize_schema",
+]

@@ -25,6 +25,11 @@ __all__ = [
     "DEFAULT_MODEL",
     "EXIT_CODES",
     "EXIT_TABLE",
+    "MaxTokensOption",
+    "McpOption",
+    "ModelOption",
+    "RequireApprovalOption",
+    "YesOption",
     "app",
     "err_console",
     "out_console",
@@ -32,6 +37,31 @@ __all__ = [
 
 DEFAULT_MODEL = "llamacpp:smollm2"
 """The model ``zett run`` uses without ``--model``: local, free, no key needed."""
+
+# Options that ``zett run`` and ``zett sessions resume`` share, spelled once.
+ModelOption = Annotated[
+    str, typer.Option("--model", "-m", envvar="ZETT_MODEL", help="provider:model-name")
+]
+MaxTokensOption = Annotated[
+    int | None, typer.Option(min=1, help="Output limit of each model call, in tokens.")
+]
+McpOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="An MCP server whose tools to offer: a command line ('npx -y PKG ARGS') "
+        "or an http(s):// URL. Repeatable. Needs the 'mcp' extra."
+    ),
+]
+RequireApprovalOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="Tools whose calls wait for your approval: names joined by commas, "
+        "or all. Asked y/N on a terminal."
+    ),
+]
+YesOption = Annotated[
+    bool, typer.Option("--yes", "-y", help="Approve every call that waits for approval.")
+]
 
 EXIT_CODES: Mapping[str, int] = {
     "ok": 0,

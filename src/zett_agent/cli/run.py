@@ -21,7 +21,19 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from zett_agent.cli.main import DEFAULT_MODEL, EXIT_CODES, EXIT_TABLE, app, err_console, out_console
+from zett_agent.cli.main import (
+    DEFAULT_MODEL,
+    EXIT_CODES,
+    EXIT_TABLE,
+    MaxTokensOption,
+    McpOption,
+    ModelOption,
+    RequireApprovalOption,
+    YesOption,
+    app,
+    err_console,
+    out_console,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -111,12 +123,8 @@ def run(
     prompt: Annotated[
         str | None, typer.Argument(help="What to ask; read from stdin if left out.")
     ] = None,
-    model: Annotated[
-        str, typer.Option("--model", "-m", envvar="ZETT_MODEL", help="provider:model-name")
-    ] = DEFAULT_MODEL,
-    max_tokens: Annotated[
-        int | None, typer.Option(min=1, help="Output limit of each model call, in tokens.")
-    ] = None,
+    model: ModelOption = DEFAULT_MODEL,
+    max_tokens: MaxTokensOption = None,
     max_turns: Annotated[
         int | None, typer.Option(min=1, help="Model calls allowed in the run.")
     ] = None,
@@ -153,23 +161,9 @@ def run(
             "attempt, not per run: every call and every retry gets its own). Default 600.",
         ),
     ] = None,
-    mcp: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="An MCP server whose tools to offer: a command line ('npx -y PKG ARGS') "
-            "or an http(s):// URL. Repeatable. Needs the 'mcp' extra."
-        ),
-    ] = None,
-    require_approval: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="Tools whose calls wait for your approval: names joined by commas, "
-            "or all. Asked y/N on a terminal."
-        ),
-    ] = None,
-    yes: Annotated[
-        bool, typer.Option("--yes", "-y", help="Approve every call that waits for approval.")
-    ] = False,
+    mcp: McpOption = None,
+    require_approval: RequireApprovalOption = None,
+    yes: YesOption = False,
 ) -> None:
     from zett_agent.demo_tools import select_demo_tools
 

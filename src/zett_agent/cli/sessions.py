@@ -15,7 +15,18 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from zett_agent.cli.main import DEFAULT_MODEL, EXIT_CODES, app, err_console, out_console
+from zett_agent.cli.main import (
+    DEFAULT_MODEL,
+    EXIT_CODES,
+    MaxTokensOption,
+    McpOption,
+    ModelOption,
+    RequireApprovalOption,
+    YesOption,
+    app,
+    err_console,
+    out_console,
+)
 
 if TYPE_CHECKING:
     from zett_agent.messages import Message
@@ -166,35 +177,17 @@ def resume(
     ctx: typer.Context,
     session_id: Annotated[str, typer.Argument(metavar="ID", help="The session's id.")],
     db: DbOption,
-    model: Annotated[
-        str, typer.Option("--model", "-m", envvar="ZETT_MODEL", help="provider:model-name")
-    ] = DEFAULT_MODEL,
-    max_tokens: Annotated[
-        int | None, typer.Option(min=1, help="Output limit of each model call, in tokens.")
-    ] = None,
+    model: ModelOption = DEFAULT_MODEL,
+    max_tokens: MaxTokensOption = None,
     tools: Annotated[
         str, typer.Option(help="Tools to offer, as for zett run: demo, none, or names.")
     ] = "demo",
     json_events: Annotated[
         bool, typer.Option("--json", help="Print one JSON record per event.")
     ] = False,
-    mcp: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="An MCP server whose tools to offer: a command line ('npx -y PKG ARGS') "
-            "or an http(s):// URL. Repeatable. Needs the 'mcp' extra."
-        ),
-    ] = None,
-    require_approval: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="Tools whose calls wait for your approval: names joined by commas, "
-            "or all. Asked y/N on a terminal."
-        ),
-    ] = None,
-    yes: Annotated[
-        bool, typer.Option("--yes", "-y", help="Approve every call that waits for approval.")
-    ] = False,
+    mcp: McpOption = None,
+    require_approval: RequireApprovalOption = None,
+    yes: YesOption = False,
 ) -> None:
     """Continue the session's interrupted or cut-off last answer (INTERRUPTED or
     MAX_OUTPUT), printing and exiting as zett run does. A session whose last

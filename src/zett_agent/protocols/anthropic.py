@@ -49,6 +49,7 @@ from zett_agent.protocols.base import (
     as_text,
     load_json,
     parse_json,
+    raw_value,
     stop,
 )
 from zett_agent.stop import StopInfo, StopReason
@@ -266,8 +267,8 @@ class AnthropicDecoder(Decoder):
             delta = data.get("delta")
             if not isinstance(delta, dict):
                 return self._bad()
-            reason = delta.get("stop_reason")
-            if isinstance(reason, str):
+            reason = raw_value(delta.get("stop_reason"))  # 42 is kept as "42"
+            if reason is not None:
                 self._stop_reason = reason
                 sequence = delta.get("stop_sequence")
                 self._stop_sequence = sequence if isinstance(sequence, str) else None

@@ -53,6 +53,7 @@ __all__ = [
     "is_json_object",
     "load_json",
     "parse_json",
+    "raw_value",
     "retry_after_seconds",
 ]
 
@@ -723,6 +724,18 @@ def stop(
 def as_text(value: Any) -> str | None:
     """``value`` if it is a non-empty string, else None."""
     return value if isinstance(value, str) and value else None
+
+
+def raw_value(value: Any) -> str | None:
+    """A provider's stop value as ``StopInfo.raw`` keeps it: a non-empty string as it
+    is; a number or a boolean as its JSON text (``42`` -> ``"42"``, seed 001: a value
+    no table knows is OTHER "with the original kept"); None for anything else
+    (absent, null, empty, an object or an array)."""
+    if type(value) is str:
+        return value or None
+    if type(value) in (int, float, bool):
+        return json.dumps(value)
+    return None
 
 
 # JSON-shape accessors: json.loads makes only dict, list, str, int, float, bool and

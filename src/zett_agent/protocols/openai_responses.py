@@ -53,6 +53,7 @@ from zett_agent.protocols.base import (
     as_text,
     load_json,
     parse_json,
+    raw_value,
     stop,
 )
 from zett_agent.stop import StopInfo, StopReason
@@ -408,7 +409,7 @@ class ResponsesDecoder(Decoder):
         return self._from_response(data, streamed=False)
 
     def _from_response(self, response: dict[str, Any], *, streamed: bool) -> ModelResponse:
-        status = str(response.get("status") or "")
+        status = raw_value(response.get("status")) or ""
         if status == "failed" or (self.error is not None and status != "completed"):
             merged = {**as_dict(response.get("error")), **(self.error or {})}
             if response.get("error_type") is not None:
@@ -420,7 +421,7 @@ class ResponsesDecoder(Decoder):
                 return self._build(stop(_R.REFUSAL, "refusal", message=refusal))
             return self._build(stop(_R.END_TURN, status))  # TOOL_USE with calls: see build
         if status == "incomplete":
-            raw = as_text(as_dict(response.get("incomplete_details")).get("reason")) or status
+            raw = raw_value(as_dict(response.get("incomplete_details")).get("reason")) or status
             reason = _R.REFUSAL if self.refusal else self.reason_for(raw, _INCOMPLETE)
             return self._build(stop(reason, raw, message=refusal))
         if status == "cancelled":

@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 import pytest
+
 from test_issue11_kinds import (
     A_START,
     a_body,
@@ -24,10 +25,9 @@ from test_issue11_kinds import (
     o,
     r_response,
 )
-
 from zett_agent import AgentEventType, Model, StopInfo, StopReason, create_agent
 from zett_agent.serve import UIMessageStream
-from zett_agent.testing import ReplayServer, Reply
+from zett_agent.testing import ReplayServer
 
 MULTILINE = "Line one.\nLine two.\r\n\tLine  three. "
 ONE_LINE = "Line one. Line two. Line three."
@@ -78,11 +78,12 @@ STOPPED: dict[tuple[str, bool], Any] = {
     ),
     ("openai", False): lambda: c_body({"content": None, "refusal": MULTILINE}, "stop"),
     ("openai-responses", True): lambda: named(
-        {"type": "response.completed", "response": r_response("completed", [_refusal_part(MULTILINE)])}
+        {
+            "type": "response.completed",
+            "response": r_response("completed", [_refusal_part(MULTILINE)]),
+        }
     ),
-    ("openai-responses", False): lambda: body(
-        r_response("completed", [_refusal_part(MULTILINE)])
-    ),
+    ("openai-responses", False): lambda: body(r_response("completed", [_refusal_part(MULTILINE)])),
     ("google", True): lambda: data(_gemini(MULTILINE)),
     ("google", False): lambda: body(_gemini(MULTILINE)),
     ("ollama", True): lambda: ndjson(o({"content": "Hi"}), {"error": MULTILINE}),

@@ -8,8 +8,13 @@ follows the streaming guide (https://docs.anthropic.com/en/api/messages-streamin
 appear), ``message_stop``, ``ping`` and ``error``. See also
 ``../shared/corpus/WIRE.md`` section 1.
 
+``pause_turn`` and the beta ``compaction`` (the server compacted the context, with
+``pause_after_compaction``, and returns the compaction block) are PAUSED: the loop
+continues them by sending the content back. A ``compaction_delta`` sets its block's
+``content`` and ``encrypted_content``, as the SDK's accumulator does.
+
 The assistant message's content blocks (thinking with signatures, ``server_tool_use``,
-``web_search_tool_result``...) are kept as ``{"protocol": "anthropic", "content":
+``web_search_tool_result``, ``compaction``...) are kept as ``{"protocol": "anthropic", "content":
 [...]}`` in ``provider_record`` and replayed unchanged. A non-streaming body is
 decoded by replaying it as the events a stream of the same content would carry,
 so both paths give the same :class:`ModelResponse`.
@@ -63,11 +68,17 @@ STOP_REASONS: Mapping[str, StopReason] = {
     "tool_use": StopReason.TOOL_USE,
     "max_tokens": StopReason.MAX_OUTPUT,
     "pause_turn": StopReason.PAUSED,
+    # beta (BetaStopReason, context management with pause_after_compaction): the
+    # server compacted the context and hands the compaction block back; sending the
+    # content back continues the turn, as for pause_turn
+    "compaction": StopReason.PAUSED,
     "refusal": StopReason.REFUSAL,
     "model_context_window_exceeded": StopReason.CONTEXT_FULL,
 }
-"""Anthropic ``stop_reason`` -> :class:`StopReason`. A vendor's ``finish_reasons``
-override and extend it; any other value is OTHER with the raw value kept."""
+"""Anthropic ``stop_reason`` -> :class:`StopReason`: every value of the anthropic SDK's
+``StopReason`` and ``BetaStopReason`` is a key (``tests/test_stop_tables_match_the_sdks.py``).
+A vendor's ``finish_reasons`` override and extend it; any other value is OTHER with the
+raw value kept."""
 
 DEFAULT_MAX_TOKENS = 4096
 """Sent when ``ModelRequest.max_tokens`` is None (Anthropic requires the field)."""
@@ -309,6 +320,13 @@ class AnthropicDecoder(Decoder):
                 if self.builder.call_closed(index) is None:  # a delta without its start
                     self.builder.close_call(index, False)
                 return events
+            return []
+        if kind == "compaction_delta":  # beta: a compaction block's summary, sent whole
+            block = self._block(index, "compaction")
+            for field in ("content", "encrypted_content"):
+                if isinstance(delta.get(field), str):
+                    block[field] = delta[field]
+            self.opaque_progress += 1  # progress for the idle clock, with no event
             return []
         if kind == "citations_delta" and isinstance(delta.get("citation"), dict):
             citations = self._block(index, "text").setdefault("citations", [])

@@ -449,8 +449,13 @@ class AnthropicDecoder(Decoder):
                 if pieces is not None:
                     block[key] = pieces.join()
             if index in self._json:
+                # a client call's text as the builder read it (a repeat read once)
+                read = (
+                    self.builder.read_arguments(index) if block.get("type") == "tool_use" else None
+                )
+                text = read[0] if read is not None else "".join(self._json[index])
                 try:
-                    value = json.loads("".join(self._json[index]) or "{}")
+                    value = json.loads(text or "{}")
                 except (ValueError, RecursionError):
                     value = None  # cut off (max_tokens): the start's input stays
                 if isinstance(value, dict):

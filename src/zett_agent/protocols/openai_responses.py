@@ -480,5 +480,20 @@ class ResponsesDecoder(Decoder):
         output = as_list(as_dict(self.terminal).get("output")) or [
             self._items[i] for i in sorted(self._items)
         ]
+        output = [self._read_once(index, item) for index, item in enumerate(output)]
         record = {"protocol": "openai-responses", "output": output} if output else None
         return self.build(info, record)
+
+    def _read_once(self, index: int, item: Any) -> Any:
+        """A ``function_call`` item whose streamed arguments repeated themselves (an
+        exact repeat, cumulative deltas) with the arguments as the call runs them, so
+        the replayed item says what the tool was given."""
+        fields = as_dict(item)
+        if fields.get("type") != "function_call":
+            return item
+        item_id = fields.get("id")
+        key = self._keys.get(item_id) if isinstance(item_id, str) and item_id else None
+        read = self.builder.read_arguments(key if key is not None else self._keys.get(("#", index)))
+        if read is None or read[1] not in ("repeated", "cumulative"):
+            return item
+        return {**fields, "arguments": read[0]}

@@ -114,9 +114,8 @@ WIRE: dict[str, Callable[..., Reply]] = {
     "anthropic": anthropic, "openai-chat": chat, "openai-responses": responses,
 }  # fmt: skip
 LIMIT = {"anthropic": "max_tokens", "openai-chat": "length", "openai-responses": "incomplete"}
-VENDOR_NAMES = ["anthropic", "openai-responses"] + sorted(
-    name for name, v in VENDORS.items() if v.protocol == "openai-chat"
-)
+CHAT_VENDORS = sorted(name for name, v in VENDORS.items() if v.protocol == "openai-chat")
+VENDOR_NAMES = ["anthropic", "openai-responses", *CHAT_VENDORS]
 
 
 async def run(vendor: str, first: Reply) -> tuple[list[Any], list[Any], ReplayServer]:

@@ -54,6 +54,7 @@ __all__ = [
     "apply_output_limit",
     "is_json_object",
     "load_json",
+    "names_in",
     "parse_json",
     "raw_value",
     "retry_after_seconds",
@@ -416,6 +417,15 @@ class ResponseBuilder:
 
 CUT_TOOL_CALLS = "cut_tool_calls"
 """``StopInfo.detail`` key: the names of the calls the wire did not finish (in order)."""
+
+
+def names_in(detail: Mapping[str, Any], key: str) -> list[str]:
+    """The tool-call names listed under ``detail[key]`` (``withheld_tool_calls``,
+    ``cut_tool_calls``...): the strings of a list, nothing else. Provider text can
+    reach ``detail`` (Anthropic's ``stop_details`` fields), so a reader never walks
+    what it holds: a deep or odd value there gives no names rather than an error."""
+    value = detail.get(key)
+    return [name for name in value if isinstance(name, str)] if isinstance(value, list) else []
 
 
 def _with_cut_calls(info: StopInfo, calls: Sequence[ToolCall]) -> StopInfo:

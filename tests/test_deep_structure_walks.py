@@ -142,6 +142,23 @@ async def test_storage_of_a_deep_record_and_detail(depth: int) -> None:
     assert isinstance(again, AssistantMessage) and depth_of(again.provider_record) <= 103
 
 
+@depths
+def test_durable_checkpoints_of_a_deep_answer_and_a_deep_error(depth: int) -> None:
+    from zett_agent.durable.checkpoints import (
+        decode_model_call,
+        encode_model_error,
+        encode_model_response,
+    )
+
+    info = StopInfo(StopReason.INTERRUPTED, "x", detail={"error": deep(depth)})
+    response = ModelResponse("hi", (), info, provider_record={"protocol": "x", "c": deep(depth)})
+    back = decode_model_call(encode_model_response(response))
+    assert isinstance(back, ModelResponse) and back.text == "hi"
+    error = ProviderHTTPError("boom", provider="openai", status=500, body=deep(depth))
+    failed = decode_model_call(encode_model_error(error))
+    assert isinstance(failed, ProviderHTTPError) and failed.status == 500
+
+
 # ---------------------------------------------------------------- conversion for replay
 
 

@@ -5,7 +5,8 @@ at hand offline: anthropic 2.14.0 (``StopReason``, ``BetaStopReason``), openai 3
 The pins live once, in pyproject's dev extra; the runtime never imports the SDKs.
 
 Every value an SDK names has a decision in zett's table, and each decision is proven
-through a real socket, streamed and as a body. A newer SDK with a new value fails here
+through a real socket, streamed and as a body, on every vendor row of that protocol
+(a row's own ``finish_reasons`` first). A newer SDK with a new value fails here
 until the value is decided (in the protocol module's table, its docstring, the README
 table and ``tests/recordings/SOURCES.md``).
 """
@@ -17,7 +18,7 @@ import subprocess
 import sys
 import tomllib
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from zett_agent.protocols.gemini import FINISH_REASONS as GEMINI_FINISH
 from zett_agent.protocols.openai_chat import FINISH_REASONS as CHAT_FINISH
 from zett_agent.protocols.openai_responses import INCOMPLETE_REASONS
 from zett_agent.testing import ReplayServer, Reply
+from zett_agent.vendors import VENDORS
 
 R = StopReason
 ROOT = Path(__file__).parent.parent
@@ -158,30 +160,41 @@ def _expected(reason: StopReason) -> StopReason:
 STREAMS = pytest.mark.parametrize("stream", [True, False], ids=["stream", "body"])
 
 
+def _rows(protocol: str) -> list[str]:
+    return sorted(name for name, v in VENDORS.items() if v.protocol == protocol)
+
+
+def _decided(vendor: str, table: Mapping[str, StopReason], value: str) -> StopReason:
+    """The vendor row's own mapping of ``value`` first, then the protocol's table."""
+    return _expected(VENDORS[vendor].finish_reasons.get(value) or table[value])
+
+
 @STREAMS
 @pytest.mark.parametrize("value", _anthropic_values())
-async def test_anthropic_values_on_the_wire(value: str, stream: bool) -> None:
+@pytest.mark.parametrize("vendor", _rows("anthropic"))
+async def test_anthropic_values_on_the_wire(vendor: str, value: str, stream: bool) -> None:
     if stream:
         end = {"type": "message_delta", "delta": {"stop_reason": value}, "usage": {}}
         reply = named(A_START, *a_text("Hi"), end, {"type": "message_stop"})
     else:
         reply = body({"type": "message", "role": "assistant", "model": "m", "stop_reason": value,
                       "content": [{"type": "text", "text": "Hi"}]})  # fmt: skip
-    info = (await _complete("anthropic", reply, stream)).stop_info
-    assert (info.reason, info.raw) == (_expected(STOP_REASONS[value]), value)
+    info = (await _complete(vendor, reply, stream)).stop_info
+    assert (info.reason, info.raw) == (_decided(vendor, STOP_REASONS, value), value)
 
 
 @STREAMS
 @pytest.mark.parametrize("value", _chat_values())
-async def test_chat_values_on_the_wire(value: str, stream: bool) -> None:
+@pytest.mark.parametrize("vendor", _rows("openai-chat"))
+async def test_chat_values_on_the_wire(vendor: str, value: str, stream: bool) -> None:
     if stream:
         reply = data(c_chunk({"content": "Hi"}), c_chunk({}, value), "[DONE]")
     else:
         choice = {"index": 0, "message": {"role": "assistant", "content": "Hi"}}
         reply = body({"object": "chat.completion", "model": "m",
                       "choices": [{**choice, "finish_reason": value}]})  # fmt: skip
-    info = (await _complete("openai", reply, stream)).stop_info
-    assert (info.reason, info.raw) == (_expected(CHAT_FINISH[value]), value)
+    info = (await _complete(vendor, reply, stream)).stop_info
+    assert (info.reason, info.raw) == (_decided(vendor, CHAT_FINISH, value), value)
 
 
 def _responses_reply(response: dict[str, Any], stream: bool, terminal: str) -> Reply:
@@ -250,10 +263,11 @@ async def test_responses_error_codes_on_the_wire(code: str) -> None:
 
 @STREAMS
 @pytest.mark.parametrize("value", _gemini_values())
-async def test_gemini_values_on_the_wire(value: str, stream: bool) -> None:
+@pytest.mark.parametrize("vendor", _rows("gemini"))
+async def test_gemini_values_on_the_wire(vendor: str, value: str, stream: bool) -> None:
     chunk = g([{"text": "Hi"}], value)
-    info = (await _complete("google", data(chunk) if stream else body(chunk), stream)).stop_info
-    assert (info.reason, info.raw) == (_expected(GEMINI_FINISH[value]), value)
+    info = (await _complete(vendor, data(chunk) if stream else body(chunk), stream)).stop_info
+    assert (info.reason, info.raw) == (_decided(vendor, GEMINI_FINISH, value), value)
 
 
 @STREAMS

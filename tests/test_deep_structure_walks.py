@@ -189,6 +189,20 @@ def test_a_deep_answer_is_sent_again_on_every_protocol(protocol: str, depth: int
     assert depth_of(dict(body)) <= MAX_JSON_DEPTH + 8
 
 
+@pytest.mark.parametrize("depth", [*DEPTHS, 990])
+def test_gemini_compares_a_repeated_deep_chunk_safely(depth: int) -> None:
+    """A finished chunk sent again is compared with the first (read once): the
+    comparison itself must not recurse past the limit."""
+    decoder = get_protocol("gemini").decoder(get_vendor("google"))
+    nested = "[" * depth + "]" * depth
+    chunk = ('{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{"a":'
+             + nested + '}}}]},"finishReason":"STOP"}]}')  # fmt: skip
+    for _ in range(3):
+        decoder.feed_sse("message", chunk)
+    response = decoder.finish()
+    assert len(response.tool_calls) <= 1
+
+
 # ---------------------------------------------------------------- what is shown
 
 

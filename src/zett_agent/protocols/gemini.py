@@ -349,7 +349,7 @@ class GeminiDecoder(Decoder):
         taken = self._taken
         if type(parts) is not list:
             events: list[StreamEvent] = []
-        elif self.candidate is not None and parts and parts == self._finished_parts:
+        elif self.candidate is not None and parts and _same(parts, self._finished_parts):
             events = []  # the finished answer's last content sent again: read once
             self._repeats += 1
         elif len(parts) == 1:
@@ -607,6 +607,14 @@ class GeminiDecoder(Decoder):
             else None
         )
         return self.build(info, record)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """``a == b``, False where comparing would pass Python's recursion limit."""
+    try:
+        return bool(a == b)
+    except RecursionError:
+        return False
 
 
 def _retry_delay(error: dict[str, Any]) -> float | None:

@@ -36,6 +36,7 @@ from zett_agent.approvals import (
     requires_approval,
 )
 from zett_agent.errors import ResumeError, SessionStoreError
+from zett_agent.sessions import SCHEMA_VERSION
 from zett_agent.sessions.base import decode_row
 from zett_agent.testing import ReplayServer
 
@@ -208,13 +209,15 @@ async def test_client_stores_request_and_decision_rows_and_refuses_a_new_prompt(
     assert kinds == [
         "UserMessage",
         "AssistantMessage",
-        "ToolResultMessage",  # read_file, at once
+        "ToolStarted",  # read_file is entered at once
+        "ToolResultMessage",
         "ApprovalRequest",
         "ApprovalDecision",  # stored before delete_file ran
+        "ToolStarted",
         "ToolResultMessage",
         "AssistantMessage",
     ]
-    assert all(row.schema_version == 2 for row in rows)
+    assert all(row.schema_version == 3 for row in rows)
     assert not any(isinstance(m, ApprovalRequest | ApprovalDecision) for m in messages)
 
 
@@ -329,5 +332,5 @@ async def test_every_store_keeps_approval_rows_and_load_leaves_them_out(
         rows = await store.rows("s1")
         loaded = await store.load("s1")
     assert [row.message for row in rows[1:]] == [request, decision]
-    assert [row.schema_version for row in rows] == [2, 2, 2]
+    assert [row.schema_version for row in rows] == [SCHEMA_VERSION] * 3
     assert loaded == [UserMessage("hi")]

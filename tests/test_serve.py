@@ -186,9 +186,9 @@ def test_second_turn_with_history_and_extra_fields_is_accepted(server: str) -> N
     )
     response = httpx.post(f"{server}/api/chat", json=body, timeout=30)
     assert response.status_code == 200, response.text
-    assert read_chunks(response.text)[0]["messageId"] == "a5"  # after the 5th stored row
+    assert read_chunks(response.text)[0]["messageId"] == "a6"  # after the 6th stored row
     messages = httpx.get(f"{server}/api/sessions/t1").json()["messages"]
-    assert [m["id"] for m in messages] == ["u1", "a1", "u5", "a5"]
+    assert [m["id"] for m in messages] == ["u1", "a1", "u6", "a6"]  # row 3 marks the tool started
 
 
 def test_regenerate_asks_the_last_user_message_again(server: str) -> None:

@@ -198,12 +198,12 @@ async def test_a_stored_resumed_session_is_one_message_per_answer() -> None:
 @pytest.mark.parametrize(
     "reason", [StopReason.MAX_OUTPUT, StopReason.CONTEXT_FULL, StopReason.OTHER]
 )
-async def test_is_cut_off_says_what_the_tool_runner_does(reason: StopReason) -> None:
+async def test_is_cut_off_says_what_the_tool_gate_does(reason: StopReason) -> None:
     """The UI stream shows a call as cut (tool-input-error) exactly when the loop
     answers it with the cut-off error instead of running it."""
     from zett_agent.messages import AssistantMessage, ToolResultMessage
     from zett_agent.telemetry import Telemetry
-    from zett_agent.tools import CUT_OFF_ARGUMENTS, ToolRunner, as_tool, is_cut_off
+    from zett_agent.tools import CUT_OFF_ARGUMENTS, ToolGate, as_tool, is_cut_off
 
     calls = (
         ToolCall("a", "get_weather", '{"city": "Oslo"}'),
@@ -212,9 +212,14 @@ async def test_is_cut_off_says_what_the_tool_runner_does(reason: StopReason) -> 
         ToolCall("d", "get_weather", "[1]"),
     )
     answer = AssistantMessage(tool_calls=calls, stop=StopInfo(reason))
-    runner = ToolRunner({"get_weather": as_tool(get_weather)}, (), Telemetry(None, enabled=False))
+    gate = ToolGate({"get_weather": as_tool(get_weather)}, (), Telemetry(None, enabled=False))
+    screening = gate.screen(answer)
     results: list[ToolResultMessage | None] = [None] * len(calls)
-    await runner.run(answer, None, results)
+
+    async def keep(index: int, result: ToolResultMessage) -> None:
+        results[index] = result
+
+    await gate.run(calls, None, keep, answered=screening.answered)
     ran_as_cut = [r is not None and r.content == CUT_OFF_ARGUMENTS for r in results]
     assert ran_as_cut == [is_cut_off(answer, call) for call in calls]
     assert any(ran_as_cut) is (reason is not StopReason.OTHER)

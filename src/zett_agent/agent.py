@@ -60,7 +60,7 @@ Where it is: this module is the public face (:class:`AgentRunConfig`,
 :class:`Agent`, :func:`create_agent`). The loop itself, with this table as
 ``_Run._decide`` and :class:`Step`, is :mod:`zett_agent.loop`; a run's messages
 are kept by :mod:`zett_agent.conversation`, its recoveries by
-:mod:`zett_agent.recovery`, and its tool calls run in :mod:`zett_agent.tools`.
+:mod:`zett_agent.recovery`, and its tool calls pass the gate of :mod:`zett_agent.tools.gate`.
 """
 
 from __future__ import annotations
@@ -71,13 +71,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from zett_agent.approvals import (
-    ApprovalPolicy,
-    ApprovalRequest,
-    Decision,
-    PendingApprovalError,
-    decided_results,
-)
 from zett_agent.errors import ResumeError
 from zett_agent.events import AgentEvent, AgentEventDispatcher, AgentEventType, final_message
 from zett_agent.extensions import Extension
@@ -85,14 +78,21 @@ from zett_agent.loop import MAX_TURNS_RAW, Step, _Run
 from zett_agent.messages import AssistantMessage, Message
 from zett_agent.models import ModelClient, resolve_model
 from zett_agent.resume import CONTINUE_PROMPT, plan_resume
-from zett_agent.tools import (
+from zett_agent.tools.approvals import (
+    ApprovalPolicy,
+    ApprovalRequest,
+    Decision,
+    PendingApprovalError,
+    decided_results,
+)
+from zett_agent.tools.definition import Tool, as_tool
+from zett_agent.tools.gate import (
     DEFAULT_MAX_TOOL_ARGUMENT_CHARS,
     DEFAULT_MAX_TOOL_CALLS,
     DEFAULT_MAX_TOOL_RESULT_CHARS,
     DEFAULT_TOOL_TIMEOUT,
-    Tool,
-    as_tool,
 )
+from zett_agent.tools.outcomes import ToolJournal
 
 __all__ = ["MAX_TURNS_RAW", "Agent", "AgentRunConfig", "Step", "create_agent"]
 
@@ -110,12 +110,16 @@ class AgentRunConfig:
             ``stop.raw == "max_turns"`` (reason OTHER) instead of going on.
         max_tokens: output limit per model call, in tokens (None: provider default).
         temperature: sampling temperature (None: provider default).
-        tool_choice: ``"auto"``, ``"none"``, ``"required"`` or a tool name.
+        tool_choice: ``"auto"``, ``"none"``, ``"required"`` or a tool name. A call
+            the request did not allow (any call under ``"none"``, a call of
+            another tool than the one named) never runs: it gets an error result
+            and ``stop.detail["not_offered_tool_calls"]`` names it.
         reset_tool_choice: once tools have run in a run, send later requests
-            without ``tool_choice`` (the provider's auto), so a forced choice
-            cannot loop until ``max_turns``.
-        parallel_tools: run the tool calls of one step concurrently (results keep
-            the model's order).
+            without a forcing ``tool_choice`` (``"required"`` or a name; the
+            provider's auto instead), so a forced choice cannot loop until
+            ``max_turns``. ``"none"`` is never reset.
+        parallel_tools: run the tool calls of one step concurrently (each result
+            is stored as its call ends; the model gets them in the calls' order).
         model_options: provider-specific fields merged into the request body.
         telemetry: make OpenTelemetry spans (when the ``otel`` extra is installed).
         tracer_provider: the OpenTelemetry ``TracerProvider`` for them (None: the
@@ -215,6 +219,7 @@ class Agent:
         history: Sequence[Message] | None = None,
         on_message: Callable[[Message], Any] | None = None,
         run_id: str | None = None,
+        journal: ToolJournal | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run and yield :class:`~zett_agent.events.AgentEvent` values as they happen.
 
@@ -222,14 +227,18 @@ class Agent:
         ``on_message`` is called (and awaited if async) with each message as soon
         as it is complete, for durable storage. ``run_id`` names the run in events,
         logs and spans (default: a random 12-hex id); a durable engine passes one
-        derived from its workflow id so a replayed run has the same one. Raises
+        derived from its workflow id so a replayed run has the same one.
+        ``journal`` records that tool calls start and knows the starts the
+        history recorded (:mod:`zett_agent.tools.outcomes`; a session store's
+        :class:`~zett_agent.sessions.SessionJournal`, passed by
+        :class:`~zett_agent.client.AgentClient`); None: nothing is recorded. Raises
         :class:`~zett_agent.approvals.PendingApprovalError` when ``messages`` has
         calls waiting for approval (answer them with :meth:`approve`).
         """
         if history is None:
             self._check_no_pending()
         messages = list(self.messages if history is None else history)
-        run = _Run(self, messages, on_message, run_id=run_id)
+        run = _Run(self, messages, on_message, run_id=run_id, journal=journal)
         # the loop's events are yielded from here, not through another generator
         # (one hop per chunk less); aclosing: closing this generator closes
         # run.events() at once, so a cancelled model call is stored before the
@@ -264,20 +273,24 @@ class Agent:
         history: Sequence[Message] | None = None,
         on_message: Callable[[Message], Any] | None = None,
         on_replace: Callable[[int, Message], Any] | None = None,
+        journal: ToolJournal | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """:meth:`resume`, yielding events as :meth:`stream` does.
 
         ``on_message`` is called with each new message; ``on_replace(index,
         message)`` (awaited if async) when the first answer takes the place of the
         cut-off answer at ``index`` of the conversation (a joined prefill
-        continuation, or a retry of an answer with no text). ResumeError is raised
-        when iteration starts, before anything is sent.
+        continuation, or a retry of an answer with no text). ``journal`` as in
+        :meth:`stream`: a call of the last answer that it recorded as started and
+        that has no result runs again if its tool is idempotent, and is answered
+        "may or may not have taken effect" otherwise. ResumeError is raised when
+        iteration starts, before anything is sent.
         """
         if history is None:
             self._check_no_pending()
         messages = list(self.messages if history is None else history)
         plan = plan_resume(messages, self.model, self.continue_prompt)
-        run = _Run(self, messages, on_message, on_replace=on_replace, plan=plan)
+        run = _Run(self, messages, on_message, on_replace=on_replace, plan=plan, journal=journal)
         try:  # as in stream()
             async with aclosing(run.events(plan.prompt)) as events:
                 async for event in events:
@@ -315,14 +328,16 @@ class Agent:
         history: Sequence[Message] | None = None,
         pending: ApprovalRequest | None = None,
         on_message: Callable[[Message], Any] | None = None,
+        journal: ToolJournal | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
-        """:meth:`approve`, yielding events as :meth:`stream` does."""
+        """:meth:`approve`, yielding events as :meth:`stream` does (``journal`` as
+        there)."""
         request = pending if pending is not None else self.pending_approval
         if request is None:
             raise ResumeError("no tool calls are waiting for approval")
         decided_results(request, decisions)  # ValueError before anything runs
         messages = list(self.messages if history is None else history)
-        run = _Run(self, messages, on_message, decided=(request, dict(decisions)))
+        run = _Run(self, messages, on_message, decided=(request, dict(decisions)), journal=journal)
         if history is None:
             self.pending_approval = None
         try:  # as in stream()

@@ -1,43 +1,32 @@
-"""Tool calls that wait for a person's approval.
+"""Tool calls that wait for a person's approval: :mod:`zett_agent.tools.approvals`.
 
-A tool requires approval when it says so (``Tool.requires_approval``, or
-:func:`requires_approval` around a function) or when the agent's
-``AgentRunConfig.approval`` policy, given the call, returns True. A call whose
-arguments are not a JSON object needs approval whenever a policy is set (fail
-closed: a policy cannot judge what it cannot read), and so does a call for which
-the policy raises.
-
-When an answer holds such calls, the loop runs the other calls of the answer at
-once (in the answer's order, as any tool calls run), stores their results, and
-ends the run with the waiting calls **pending**: each is announced by a
-``TOOL_APPROVAL_REQUESTED`` event, and ``RUN_COMPLETED`` carries them as an
-:class:`ApprovalRequest` (``event.approval``). ``MODEL_STOPPED``/``StopInfo`` keep
-meaning only why the model stopped: the model did finish normally here.
-
-The host answers with one :class:`Decision` per call id (:func:`approve`,
-:func:`deny`): approved calls run, denied ones are answered with an error result
-carrying the reason, and the loop goes on. In a session store the request and
-the decisions are rows of their own (``role`` ``"approval_request"`` and
-``"approval_decision"``, schema version 2): the decisions are stored before any
-tool runs, so a restart never asks again. Calls cut off at the output limit and
-calls withheld under REFUSAL or INTERRUPTED never become pending.
+This module keeps the import path of earlier releases (``from zett_agent.approvals
+import approve, deny, requires_approval``); the code lives in the tool package.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypeAlias
-
-from zett_agent.errors import ZettError
-from zett_agent.messages import Message, ToolCall, message_from_dict, message_to_dict
-
-if TYPE_CHECKING:
-    from zett_agent.tools import Tool
+from zett_agent.records import SessionEntry, entry_from_dict, entry_to_dict
+from zett_agent.tools.approvals import (
+    APPROVAL_ROLES,
+    DENIED,
+    ApprovalDecision,
+    ApprovalPolicy,
+    ApprovalRequest,
+    Decision,
+    PendingApprovalError,
+    approve,
+    decided_results,
+    deny,
+    describe_call,
+    needs_approval,
+    pending_request,
+    requires_approval,
+)
 
 __all__ = [
     "APPROVAL_ROLES",
+    "DENIED",
     "ApprovalDecision",
     "ApprovalPolicy",
     "ApprovalRequest",
@@ -45,176 +34,12 @@ __all__ = [
     "PendingApprovalError",
     "SessionEntry",
     "approve",
+    "decided_results",
     "deny",
+    "describe_call",
     "entry_from_dict",
     "entry_to_dict",
     "needs_approval",
     "pending_request",
     "requires_approval",
 ]
-
-ApprovalPolicy: TypeAlias = Callable[[ToolCall], bool]
-"""Given a call (its arguments are a JSON object), whether it waits for approval."""
-
-DENIED = "A person denied this tool call; it was not run."
-
-
-class PendingApprovalError(ZettError):
-    """The session (or agent) has tool calls waiting for a decision: answer them
-    (``approve``) before a new prompt or a plain resume. ``calls`` are the pending
-    calls."""
-
-    def __init__(self, message: str, calls: Sequence[ToolCall] = ()) -> None:
-        super().__init__(message)
-        self.calls = tuple(calls)
-
-
-@dataclass(frozen=True)
-class Decision:
-    """A person's answer to one pending call: approved, or denied with a reason."""
-
-    approved: bool
-    reason: str | None = None
-
-
-def approve() -> Decision:
-    """Run the call."""
-    return Decision(True)
-
-
-def deny(reason: str | None = None) -> Decision:
-    """Do not run the call; the model is told so, with ``reason``."""
-    return Decision(False, reason)
-
-
-@dataclass(frozen=True)
-class ApprovalRequest:
-    """Tool calls of one answer waiting for a decision, in the answer's order."""
-
-    calls: tuple[ToolCall, ...]
-    run_id: str = ""
-
-    @property
-    def ids(self) -> list[str]:
-        return [call.id for call in self.calls]
-
-
-@dataclass(frozen=True)
-class ApprovalDecision:
-    """The decisions for one :class:`ApprovalRequest`, by call id."""
-
-    decisions: Mapping[str, Decision] = field(default_factory=dict)
-
-
-SessionEntry: TypeAlias = Message | ApprovalRequest | ApprovalDecision
-"""What one stored row holds: a message, or an approval request or decision."""
-
-APPROVAL_ROLES = frozenset({"approval_request", "approval_decision"})
-
-
-def requires_approval(function: Callable[..., Any] | Tool) -> Tool:
-    """The tool of ``function`` (or the tool itself), made to wait for approval on
-    every call: ``create_agent(model, tools=[requires_approval(delete_file)])``."""
-    from zett_agent.tools import as_tool
-
-    return replace(as_tool(function), requires_approval=True)
-
-
-def needs_approval(call: ToolCall, tool: Any, policy: ApprovalPolicy | None) -> bool:
-    """Whether ``call`` (for ``tool``, None when unknown) waits for approval."""
-    if getattr(tool, "requires_approval", False):
-        return True
-    if policy is None:
-        return False
-    try:
-        call.parsed_arguments()
-    except (ValueError, RecursionError):
-        return True  # fail closed: malformed arguments
-    try:
-        return bool(policy(call))
-    except Exception:
-        return True  # fail closed: the policy could not decide
-
-
-def decided_results(
-    request: ApprovalRequest, decisions: Mapping[str, Decision]
-) -> tuple[list[ToolCall], dict[str, str]]:
-    """The approved calls (in order) and the denial text of each denied call id.
-
-    Raises ``ValueError`` when a pending call has no decision or a decision names
-    no pending call."""
-    ids = set(request.ids)
-    unknown = sorted(set(decisions) - ids)
-    missing = [i for i in request.ids if i not in decisions]
-    if unknown or missing:
-        parts = []
-        if missing:
-            parts.append(f"no decision for {', '.join(missing)}")
-        if unknown:
-            parts.append(f"no pending call {', '.join(unknown)}")
-        raise ValueError("; ".join(parts))
-    approved = [c for c in request.calls if decisions[c.id].approved]
-    denied = {}
-    for call in request.calls:
-        decision = decisions[call.id]
-        if not decision.approved:
-            denied[call.id] = f"{DENIED} Reason: {decision.reason}" if decision.reason else DENIED
-    return approved, denied
-
-
-def pending_request(entries: Sequence[SessionEntry]) -> ApprovalRequest | None:
-    """The last approval request of ``entries`` that has no decision after it."""
-    for entry in reversed(entries):
-        if isinstance(entry, ApprovalDecision):
-            return None
-        if isinstance(entry, ApprovalRequest):
-            return entry
-    return None
-
-
-def entry_to_dict(entry: SessionEntry) -> dict[str, Any]:
-    """The JSON-compatible stored form of a message or an approval record."""
-    if isinstance(entry, ApprovalRequest):
-        calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in entry.calls]
-        return {"role": "approval_request", "calls": calls, "run_id": entry.run_id}
-    if isinstance(entry, ApprovalDecision):
-        decided = {
-            call_id: {"approved": d.approved, "reason": d.reason}
-            for call_id, d in entry.decisions.items()
-        }
-        return {"role": "approval_decision", "decisions": decided}
-    return message_to_dict(entry)
-
-
-def entry_from_dict(data: Mapping[str, Any]) -> SessionEntry:
-    """Inverse of :func:`entry_to_dict`; raises ``ValueError`` for anything else."""
-    role = data.get("role")
-    try:
-        if role == "approval_request":
-            calls = tuple(
-                ToolCall(str(c["id"]), str(c["name"]), str(c.get("arguments", "{}")))
-                for c in data["calls"]
-            )
-            return ApprovalRequest(calls, str(data.get("run_id", "")))
-        if role == "approval_decision":
-            decisions = {
-                str(k): Decision(bool(v["approved"]), _reason(v.get("reason")))
-                for k, v in data["decisions"].items()
-            }
-            return ApprovalDecision(decisions)
-    except (KeyError, TypeError, AttributeError) as error:
-        raise ValueError(f"stored {role} row is invalid: {error!r}") from error
-    return message_from_dict(data)
-
-
-def _reason(value: Any) -> str | None:
-    return None if value is None else str(value)
-
-
-def describe_call(call: ToolCall) -> str:
-    """``name({"arguments": ...})`` on one line, for prompts."""
-    try:
-        arguments = json.dumps(call.parsed_arguments(), ensure_ascii=False)
-    except (ValueError, RecursionError):
-        arguments = call.arguments
-    return f"{call.name}({arguments})"

@@ -34,7 +34,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from zett_agent.events import _maybe_await
+from zett_agent._await import maybe_await as _maybe_await
 from zett_agent.extensions import Extension
 from zett_agent.messages import Message, ToolCall, ToolResultMessage, UserMessage
 from zett_agent.stop import StopInfo, StopReason

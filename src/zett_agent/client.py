@@ -36,17 +36,10 @@ from functools import partial
 import anyio
 
 from zett_agent.agent import Agent
-from zett_agent.approvals import (
-    ApprovalDecision,
-    ApprovalRequest,
-    Decision,
-    PendingApprovalError,
-    decided_results,
-    pending_request,
-)
 from zett_agent.errors import ResumeError
 from zett_agent.events import AgentEvent, AgentEventDispatcher, AgentEventType, final_message
 from zett_agent.messages import AssistantMessage, Message
+from zett_agent.records import is_record
 from zett_agent.sessions import (
     InMemorySessionStore,
     SessionInfo,
@@ -56,6 +49,15 @@ from zett_agent.sessions import (
     live_rows,
 )
 from zett_agent.sessions.base import check_session_id, messages_of
+from zett_agent.sessions.journal import SessionJournal
+from zett_agent.tools.approvals import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Decision,
+    PendingApprovalError,
+    decided_results,
+    pending_request,
+)
 
 __all__ = ["AgentClient", "new_session_id"]
 
@@ -139,7 +141,12 @@ class AgentClient:
         async with self._session(sid) as rows:
             _check_no_pending(sid, rows)
             append = partial(self.store.append, sid)
-            events = self.agent.stream(prompt, history=messages_of(rows), on_message=append)
+            events = self.agent.stream(
+                prompt,
+                history=messages_of(rows),
+                on_message=append,
+                journal=SessionJournal(self.store, sid, rows),
+            )
             async with aclosing(events):
                 async for event in events:
                     await self._keep_approval(sid, event)
@@ -173,9 +180,8 @@ class AgentClient:
         sid = self._sid(session_id)
         async with self._session(sid) as rows:
             _check_no_pending(sid, rows)
-            rows = [
-                r for r in rows if not isinstance(r.message, ApprovalRequest | ApprovalDecision)
-            ]
+            journal = SessionJournal(self.store, sid, rows)
+            rows = [r for r in rows if not is_record(r.message)]
 
             async def replace(index: int, message: Message) -> None:
                 await self.store.append(sid, message, replaces=rows[index].seq)
@@ -184,6 +190,7 @@ class AgentClient:
                 history=messages_of(rows),
                 on_message=partial(self.store.append, sid),
                 on_replace=replace,
+                journal=journal,
             )
             async with aclosing(events):
                 async for event in events:
@@ -220,6 +227,7 @@ class AgentClient:
                 history=messages_of(rows),
                 pending=request,
                 on_message=partial(self.store.append, sid),
+                journal=SessionJournal(self.store, sid, rows),
             )
             async with aclosing(events):
                 async for event in events:

@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 
-from zett_agent.events import _maybe_await
+from zett_agent._await import maybe_await as _maybe_await
 from zett_agent.history import repair_orphaned_tool_calls
 from zett_agent.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
 from zett_agent.models import ModelClient
@@ -55,6 +55,15 @@ class Conversation:
         if self.on_message is not None:
             with anyio.CancelScope(shield=True):  # a complete message is stored, cancelled or not
                 await _maybe_await(self.on_message(message))
+
+    def order_results(self, start: int, call_ids: list[str]) -> None:
+        """Put the tool results from ``messages[start:]`` in the order of
+        ``call_ids`` (they were stored as their calls ended)."""
+        rank = {call_id: n for n, call_id in enumerate(call_ids)}
+        tail = [m for m in self.messages[start:] if isinstance(m, ToolResultMessage)]
+        if len(tail) == len(self.messages) - start and all(m.tool_call_id in rank for m in tail):
+            tail.sort(key=lambda m: rank[m.tool_call_id])
+            self.messages[start:] = tail
 
     async def add_answer(self, answer: AssistantMessage, model: ModelClient) -> AssistantMessage:
         """Store a model answer; on resume the first one replaces the cut-off answer

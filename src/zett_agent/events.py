@@ -21,19 +21,19 @@ completed, and the run ends with RUN_COMPLETED whose ``approval`` holds them
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from zett_agent._await import maybe_await as _maybe_await
 from zett_agent.messages import AssistantMessage, ToolCall, ToolResultMessage, message_to_dict
 from zett_agent.protocols.base import ReasoningDelta, StreamEvent, TextDelta, ToolCallDelta
 from zett_agent.stop import StopInfo
 
 if TYPE_CHECKING:
-    from zett_agent.approvals import ApprovalRequest
+    from zett_agent.tools.approvals import ApprovalRequest
 
 __all__ = [
     "AgentEvent",
@@ -57,6 +57,7 @@ class AgentEventType(StrEnum):
     TOOL_CALL_STARTED = "tool_call_started"
     TOOL_CALL_COMPLETED = "tool_call_completed"
     TOOL_APPROVAL_REQUESTED = "tool_approval_requested"
+    TOOL_OUTCOME_UNKNOWN = "tool_outcome_unknown"
     MAX_TURNS_REACHED = "max_turns_reached"
     RUN_COMPLETED = "run_completed"
     RUN_FAILED = "run_failed"
@@ -74,7 +75,9 @@ class AgentEvent:
             arguments (TOOL_CALL_DELTA).
         tool_call: the call (TOOL_CALL_DELTA carries a partial one, STARTED/COMPLETED
             the whole one).
-        tool_result: the result (TOOL_CALL_COMPLETED).
+        tool_result: the result (TOOL_CALL_COMPLETED; TOOL_OUTCOME_UNKNOWN: the
+            "may or may not have taken effect" result given to a call that a
+            crash left started and without a result).
         stop: why the step did not end normally (MODEL_STOPPED, MAX_TURNS_REACHED,
             and RUN_COMPLETED when the final message has one).
         message: the assistant message (MODEL_COMPLETED, MODEL_STOPPED, RUN_COMPLETED).
@@ -209,12 +212,6 @@ class AgentEventDispatcher:
         handler = getattr(self, f"on_{event.type.value}_event", None)
         if handler is not None:
             await _maybe_await(handler(event))
-
-
-async def _maybe_await(value: Any) -> Any:
-    if inspect.isawaitable(value):
-        return await value
-    return value
 
 
 async def final_message(

@@ -43,8 +43,8 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TypeAlias
 
+from zett_agent._await import maybe_await as _maybe_await
 from zett_agent.errors import ProviderError, TransportError
-from zett_agent.events import _maybe_await
 from zett_agent.extensions import Extension
 from zett_agent.messages import AssistantMessage, Message, SystemMessage, UserMessage
 from zett_agent.models import ModelClient

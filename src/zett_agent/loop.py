@@ -19,12 +19,12 @@ few named steps, until a step ends the run or ``max_turns`` is reached:
 
 The run's pieces: its messages are a :class:`~zett_agent.conversation.Conversation`,
 its recoveries a :class:`~zett_agent.recovery.RunRecoveries`, and its tool calls
-run in a :class:`~zett_agent.tools.ToolRunner`.
+pass a :class:`~zett_agent.tools.ToolGate` (its rules, in their order, are in
+:mod:`zett_agent.tools.gate`).
 """
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from zett_agent.approvals import ApprovalRequest, Decision, decided_results, needs_approval
+from zett_agent._await import maybe_await as _maybe_await
 from zett_agent.conversation import Conversation
-from zett_agent.events import AgentEvent, AgentEventType, DeltaEvents, _maybe_await
+from zett_agent.events import AgentEvent, AgentEventType, DeltaEvents
 from zett_agent.messages import (
     AssistantMessage,
     Message,
@@ -65,7 +65,10 @@ from zett_agent.recovery import (
 from zett_agent.resume import PartialAnswer, ResumePlan, is_cancellation, prefill_rejected
 from zett_agent.stop import StopInfo, StopReason
 from zett_agent.telemetry import Telemetry, log_step
-from zett_agent.tools import ToolRunner, distinct_call_ids
+from zett_agent.tools.approvals import ApprovalRequest, Decision, decided_results
+from zett_agent.tools.definition import is_idempotent
+from zett_agent.tools.gate import NOT_OFFERED_TOOL_CALLS, Screening, ToolGate, distinct_call_ids
+from zett_agent.tools.outcomes import NO_JOURNAL, ToolJournal, outcome_unknown
 
 if TYPE_CHECKING:
     from zett_agent.agent import Agent
@@ -117,6 +120,7 @@ class _Run:
         plan: ResumePlan | None = None,
         decided: tuple[ApprovalRequest, Mapping[str, Decision]] | None = None,
         run_id: str | None = None,
+        journal: ToolJournal | None = None,
     ) -> None:
         self.agent = agent
         self.decided = decided  # approvals: run these decisions before the first model call
@@ -131,7 +135,8 @@ class _Run:
         self.telemetry = Telemetry(self.config.tracer_provider, enabled=self.config.telemetry)
         self.span: Any = None
         self.usage = Usage()
-        self.tools = ToolRunner(
+        self.resuming = plan is not None
+        self.tools = ToolGate(
             agent.tools,
             agent.extensions,
             self.telemetry,
@@ -140,8 +145,11 @@ class _Run:
             max_calls=self.config.max_tool_calls,
             max_argument_chars=self.config.max_tool_argument_chars,
             max_result_chars=self.config.max_tool_result_chars,
+            approval=self.config.approval,
+            journal=journal or NO_JOURNAL,
+            run_id=self.run_id,
         )
-        self.answered: dict[str, ToolResultMessage] = {}  # by call id: calls not to run
+        self.screening = Screening()  # the last answer's calls, after the gate's rules 1-3
         self.end_after_tools = False  # a pause out of continuations: its calls, then end
 
     # ------------------------------------------------------------ the loop
@@ -157,6 +165,8 @@ class _Run:
         final: AssistantMessage | None = None
         failure: BaseException | None = None
         try:
+            async for event in self._settle_unfinished():
+                yield event
             if prompt is not None:
                 await self.conversation.add(UserMessage(prompt))
             if self.decided is not None:
@@ -302,8 +312,14 @@ class _Run:
         if call.error is None:
             for extension in self.agent.extensions:
                 await _maybe_await(extension.after_model(response))
-        response, self.answered = distinct_call_ids(response)  # repeated ids: not run
+        response, repeated = distinct_call_ids(response)  # repeated ids: not run
         message = response.to_message(call.model.provider)
+        self.screening = self.tools.screen(message, call.request, answered=repeated)
+        if self.screening.not_offered:  # the host hears of calls the request never allowed
+            stop = (message.stop or response.stop_info).with_detail(
+                **{NOT_OFFERED_TOOL_CALLS: list(self.screening.not_offered)}
+            )
+            message = message.replace(stop=stop)
         answer = await self.conversation.add_answer(message, self.agent.model)
         self.usage = self.usage + answer.usage
         self._log_step(call, response)
@@ -320,73 +336,98 @@ class _Run:
             elapsed_ms=(time.perf_counter() - call.started) * 1000,
         )
 
-    async def _run_tools(
-        self, answer: AssistantMessage, *, decided: bool = False
-    ) -> AsyncIterator[AgentEvent]:
-        """Run the answer's tool calls; store every result, then report them, in the
-        calls' order (so a consumer that stops listening after one report loses
-        none). Cancelled while tools run: the results that finished are stored, and
-        each unfinished call gets a result saying the run was cancelled during it.
-        Calls that wait for approval (not when ``decided``) are not run: they are
+    async def _run_tools(self, answer: AssistantMessage) -> AsyncIterator[AgentEvent]:
+        """Run the answer's tool calls through the gate (:attr:`screening` holds what
+        its rules 1-3 made of them); each result is stored as soon as its call ends,
+        then every result is reported, in the calls' order (a consumer that stops
+        listening after one report loses none). Calls that wait for approval are
         announced after the others and left in ``self.pending``."""
-        waiting = [] if decided else self._waiting(answer)
-        if waiting:
-            answer = answer.replace(
-                tool_calls=tuple(c for c in answer.tool_calls if c not in waiting)
-            )
-        calls = answer.tool_calls
+        screening = self.screening
+        waiting = screening.waiting
+        calls = [c for c in answer.tool_calls if c not in waiting]
         for call in calls:
             yield self.event(_E.TOOL_CALL_STARTED, tool_call=call)
-        results: list[ToolResultMessage | None] = [self.answered.get(c.id) for c in calls]
-        try:
-            await self.tools.run(answer, self.span, results)
-        except BaseException as exc:
-            if is_cancellation(exc):
-                with anyio.CancelScope(shield=True):
-                    for call, result in zip(calls, results, strict=True):
-                        await self.conversation.add(result or _cancelled_during(call))
-            raise
-        done = [result for result in results if result is not None]
-        assert len(done) == len(calls)
-        for result in done:
-            await self.conversation.add(result)
-        for call, result in zip(calls, done, strict=True):
-            yield self.event(_E.TOOL_CALL_COMPLETED, tool_call=call, tool_result=result)
+        results: dict[str, ToolResultMessage] = {}
+        await self._gate_calls(calls, results, answered=screening.answered)
+        for call in calls:
+            yield self.event(_E.TOOL_CALL_COMPLETED, tool_call=call, tool_result=results[call.id])
         if waiting:
             self.pending = ApprovalRequest(tuple(waiting), self.run_id)
             for call in waiting:
                 yield self.event(_E.TOOL_APPROVAL_REQUESTED, tool_call=call, approval=self.pending)
 
-    def _waiting(self, answer: AssistantMessage) -> list[ToolCall]:
-        """The calls of ``answer`` that wait for approval. A call whose arguments
-        were cut off never does (it is answered with an error result)."""
-        cut_off = answer.stop is not None and answer.stop.truncated
-        policy = self.config.approval
-        waiting = []
-        for call in answer.tool_calls:
-            if cut_off and not _is_object(call.arguments):
-                continue
-            if needs_approval(call, self.agent.tools.get(call.name), policy):
-                waiting.append(call)
-        return waiting
+    async def _gate_calls(
+        self,
+        calls: list[ToolCall],
+        results: dict[str, ToolResultMessage],
+        *,
+        answered: Mapping[str, ToolResultMessage] | None = None,
+    ) -> None:
+        """``calls`` through the gate (rules 4-8; ``answered`` were decided by 1-3).
+        Each result is stored as it comes (cancelled: the gate hands every
+        unfinished call its result first, and those are stored too); the run's
+        messages then hold them in the calls' order."""
+        start = len(self.conversation.messages)
+
+        async def keep(index: int, result: ToolResultMessage) -> None:
+            results[calls[index].id] = result
+            await self.conversation.add(result)
+
+        try:
+            await self.tools.run(calls, self.span, keep, answered=answered)
+        finally:
+            self.conversation.order_results(start, [c.id for c in calls])
 
     async def _run_decided(
         self, request: ApprovalRequest, decisions: Mapping[str, Decision]
     ) -> AsyncIterator[AgentEvent]:
-        """Resume after approval: the approved calls run (their results first, in
-        the request's order), then each denied call is answered with an error result
-        carrying its reason."""
+        """Resume after approval: the approved calls go on through the gate (rules
+        4-8; they passed 1-3 when the request was made), then each denied call is
+        answered with an error result carrying its reason."""
         approved, denied = decided_results(request, decisions)
-        if approved:
-            async for event in self._run_tools(
-                AssistantMessage(tool_calls=tuple(approved)), decided=True
-            ):
-                yield event
+        for call in approved:
+            yield self.event(_E.TOOL_CALL_STARTED, tool_call=call)
+        results: dict[str, ToolResultMessage] = {}
+        await self._gate_calls(approved, results)
+        for call in approved:
+            yield self.event(_E.TOOL_CALL_COMPLETED, tool_call=call, tool_result=results[call.id])
         for call in request.calls:
             if call.id in denied:
                 result = ToolResultMessage(call.id, call.name, denied[call.id], is_error=True)
                 await self.conversation.add(result)
                 yield self.event(_E.TOOL_CALL_COMPLETED, tool_call=call, tool_result=result)
+
+    async def _settle_unfinished(self) -> AsyncIterator[AgentEvent]:
+        """Calls of the history's last answer that a crash left without a result,
+        and that the journal recorded as started: on a resume, an idempotent tool's
+        call runs again (through the gate's rules 4-8); any other is answered "may
+        or may not have taken effect" (stored, and a TOOL_OUTCOME_UNKNOWN event
+        names it). Calls that never started are left to history repair ("not
+        run"); so are the calls a decision is about to answer."""
+        unfinished = _unfinished_calls(self.conversation.messages)
+        if self.decided is not None:
+            deciding = {c.id for c in self.decided[0].calls}
+            unfinished = [c for c in unfinished if c.id not in deciding]
+        started = [c for c in unfinished if self.tools.journal.was_started(c.id)]
+        again = [c for c in started if self.resuming and self._idempotent(c)]
+        for call in started:
+            if call not in again:
+                result = outcome_unknown(call)
+                await self.conversation.add(result)
+                yield self.event(_E.TOOL_OUTCOME_UNKNOWN, tool_call=call, tool_result=result)
+        if again:
+            for call in again:
+                yield self.event(_E.TOOL_CALL_STARTED, tool_call=call)
+            results: dict[str, ToolResultMessage] = {}
+            await self._gate_calls(again, results)
+            for call in again:
+                yield self.event(
+                    _E.TOOL_CALL_COMPLETED, tool_call=call, tool_result=results[call.id]
+                )
+
+    def _idempotent(self, call: ToolCall) -> bool:
+        tool = self.agent.tools.get(call.name)
+        return tool is not None and is_idempotent(tool)
 
     # ------------------------------------------------------------ decisions
 
@@ -406,7 +447,7 @@ class _Run:
                     return _continued_by_its_calls(response), Step.RUN_TOOLS
                 return response, Step.CONTINUE
             case StopReason.MAX_OUTPUT | StopReason.CONTEXT_FULL:
-                # cut off: complete calls run, cut ones get an error result (ToolRunner)
+                # cut off: complete calls run, cut ones get an error result (the gate)
                 return response, Step.RUN_TOOLS if has_calls else Step.END
             case StopReason.END_TURN | StopReason.TOOL_USE | StopReason.OTHER:
                 return response, Step.RUN_TOOLS if has_calls else Step.COMPLETE
@@ -489,16 +530,13 @@ class _Run:
         return request
 
     def _tool_choice(self) -> str | None:
-        if not self.agent.tools or (
-            self.config.reset_tool_choice and self.conversation.tools_ran()
-        ):
+        choice = self.config.tool_choice
+        if not self.agent.tools:
+            return None
+        forcing = choice not in (None, "auto", "none")
+        if forcing and self.config.reset_tool_choice and self.conversation.tools_ran():
             return None  # reset_tool_choice: once tools ran, the provider's auto
-        return self.config.tool_choice
-
-
-TOOL_CANCELLED = (
-    "The run was cancelled while this tool call was running; it may or may not have taken effect."
-)
+        return choice  # "none" stays: the host said no tool may run in this run
 
 
 def _continued_by_its_calls(response: ModelResponse) -> ModelResponse:
@@ -511,12 +549,15 @@ def _continued_by_its_calls(response: ModelResponse) -> ModelResponse:
     return replace(response, stop_info=StopInfo(StopReason.TOOL_USE, info.raw, detail=detail))
 
 
-def _is_object(arguments: str) -> bool:
-    try:
-        return isinstance(json.loads(arguments or "{}"), dict)
-    except (ValueError, RecursionError):
-        return False
-
-
-def _cancelled_during(call: ToolCall) -> ToolResultMessage:
-    return ToolResultMessage(call.id, call.name, TOOL_CANCELLED, is_error=True)
+def _unfinished_calls(messages: list[Message]) -> list[ToolCall]:
+    """The calls of the last answer that have no result, when nothing but tool
+    results follows that answer (a crash while its calls ran)."""
+    answered: set[str] = set()
+    for message in reversed(messages):
+        if isinstance(message, ToolResultMessage):
+            answered.add(message.tool_call_id)
+            continue
+        if isinstance(message, AssistantMessage):
+            return [c for c in message.tool_calls if c.id not in answered]
+        return []
+    return []

@@ -49,18 +49,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
+from zett_agent._await import maybe_await as _maybe_await
 from zett_agent.errors import ContextOverflowError, ProviderError, looks_like_context_overflow
-from zett_agent.events import _maybe_await
 from zett_agent.messages import AssistantMessage, Message
 from zett_agent.models import ModelClient
 from zett_agent.protocols.base import ModelRequest, ModelResponse
 from zett_agent.stop import StopInfo, StopReason
 from zett_agent.telemetry import log_recovery
-
-if TYPE_CHECKING:
-    from zett_agent.extensions import Extension
 
 __all__ = [
     "ContinueWith",
@@ -264,6 +261,14 @@ def action_of(recovery: Recovery) -> Action:
 # ---------------------------------------------------------------- one run's bookkeeping
 
 
+class Recoverer(Protocol):
+    """What :meth:`RunRecoveries.ask` asks: an extension's ``recover`` hook
+    (:class:`~zett_agent.extensions.Extension`; named here by shape, so this
+    module does not import the extensions that import it)."""
+
+    def recover(self, context: RecoveryContext) -> Any: ...
+
+
 class RunRecoveries:
     """The recoveries of one run, and what the last one left for the loop to do."""
 
@@ -276,7 +281,7 @@ class RunRecoveries:
         self.pieces: list[AssistantMessage] = []  # answers joined into the final message
 
     async def ask(
-        self, extensions: Sequence[Extension], context: RecoveryContext
+        self, extensions: Sequence[Recoverer], context: RecoveryContext
     ) -> tuple[str, Recovery] | None:
         """The first extension's answer to ``recover(context)``, with its class
         name; None if none answers, or if it answered a step that ended normally

@@ -43,9 +43,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from zett_agent._await import maybe_await as _maybe_await
 from zett_agent.agent import Agent
 from zett_agent.errors import ProviderError, TransportError
-from zett_agent.events import AgentEventType, _maybe_await
+from zett_agent.events import AgentEventType
 from zett_agent.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 from zett_agent.stop import StopInfo, StopReason
 from zett_agent.tools import Tool

@@ -21,7 +21,9 @@ import anyio.to_thread
 from rich.console import Console
 from rich.text import Text
 
-from zett_agent.approvals import (
+from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.messages import ToolCall
+from zett_agent.tools.approvals import (
     ApprovalPolicy,
     ApprovalRequest,
     Decision,
@@ -29,8 +31,6 @@ from zett_agent.approvals import (
     deny,
     describe_call,
 )
-from zett_agent.events import AgentEvent, AgentEventType
-from zett_agent.messages import ToolCall
 
 __all__ = ["APPROVAL_EXIT", "Asker", "approval_policy", "approval_rounds"]
 

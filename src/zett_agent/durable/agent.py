@@ -9,12 +9,13 @@ from dataclasses import replace
 
 from dbos import DBOS, SetWorkflowID
 
+import zett_agent.durable.runtime as runtime
 from zett_agent.agent import Agent
-from zett_agent.durable import runtime
 from zett_agent.durable.checkpoints import decode_final
-from zett_agent.durable.steps import DurableExtension, DurableModel, StepTool, is_idempotent
+from zett_agent.durable.steps import DurableExtension, DurableModel
 from zett_agent.messages import AssistantMessage
 from zett_agent.sessions import SessionStore, SQLiteSessionStore
+from zett_agent.tools.definition import idempotent, is_idempotent
 
 __all__ = ["DurableAgent", "new_run_id"]
 
@@ -76,17 +77,18 @@ class DurableAgent:
         await self.aclose()
 
     def step_agent(self) -> Agent:
-        """The agent a run uses: the same agent with its model call, tool calls and
-        hooks as steps, and tool calls one after another."""
+        """The agent a run uses: the same agent with its model call and hooks as
+        steps, tool calls one after another, and the tools named in
+        ``idempotent_tools`` marked idempotent. The tools themselves are the
+        agent's own (their calls become steps through the run's journal,
+        :class:`~zett_agent.durable.steps.DurableJournal`), so every field a tool
+        has (approval, schema, timeout...) is kept."""
         source = self.agent
         prefix = self.name
         tools = [
-            StepTool.wrap(
-                tool,
-                f"{prefix}.tool",
-                idempotent=tool.name in self.idempotent_tools or is_idempotent(tool),
-                default_timeout=source.config.tool_timeout,
-            )
+            idempotent(tool)
+            if tool.name in self.idempotent_tools and not is_idempotent(tool)
+            else tool
             for tool in source.tools.values()
         ]
         copy = Agent(

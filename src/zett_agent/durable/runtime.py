@@ -28,12 +28,13 @@ from typing import TYPE_CHECKING
 from dbos import DBOS, DBOSConfig
 
 from zett_agent.durable.checkpoints import encode_final
-from zett_agent.durable.steps import step
+from zett_agent.durable.steps import DurableJournal, step
 from zett_agent.errors import ConfigError
 from zett_agent.events import final_message
 from zett_agent.messages import Message
 from zett_agent.sessions import SessionStore, SQLiteSessionStore, live_rows
 from zett_agent.sessions.base import messages_of
+from zett_agent.sessions.journal import started_calls
 
 if TYPE_CHECKING:
     from zett_agent.durable.agent import DurableAgent
@@ -104,7 +105,9 @@ async def run_workflow(agent_name: str, session_id: str, prompt: str | None) -> 
         return rows[-1].seq if rows else 0
 
     last = await step(f"{durable.name}.session", last_row)
-    history = messages_of(live_rows([r for r in await store.rows(session_id) if r.seq <= last]))
+    rows = live_rows([r for r in await store.rows(session_id) if r.seq <= last])
+    history = messages_of(rows)
+    journal = DurableJournal(f"{durable.name}.tool", store, session_id, started_calls(rows))
     counter = itertools.count()
 
     async def append(message: Message) -> None:
@@ -119,7 +122,9 @@ async def run_workflow(agent_name: str, session_id: str, prompt: str | None) -> 
         await store.append(session_id, message, key=key)
 
     agent = durable.step_agent()
-    events = agent.stream(prompt, history=history, on_message=append, run_id=run_id)
+    events = agent.stream(
+        prompt, history=history, on_message=append, run_id=run_id, journal=journal
+    )
     return encode_final(await final_message(events))
 
 

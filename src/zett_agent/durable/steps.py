@@ -13,22 +13,25 @@ the durable agent's name, never from object ids, and pinned by a test:
 ``<agent>.<Extension>.<hook>``     an extension hook's answer
 =================================  ==========================================
 
-A tool whose marker is in the checkpoints but whose result is not was running
-when the process died (or when the run was cancelled: DBOS then drops the step's
-result). On replay it runs again only if it was declared
-idempotent; otherwise it is answered with :data:`TOOL_INTERRUPTED` (an error
-result) and the run goes on, as a cancelled run answers an unfinished call.
+Tool calls pass the same gate as in any run (:mod:`zett_agent.tools.gate`); only
+the run's journal differs (:class:`DurableJournal`): the started marker is a step
+(which also stores the session's ``tool_started`` row), and the call, with the
+gate's idempotency rule and timeout, is a step whose checkpoint is the result. A
+tool whose marker is in the checkpoints but whose result is not was running when
+the process died (or when the run was cancelled: DBOS then drops the step's
+result). On replay it runs again only if it is idempotent; otherwise it is
+answered with :data:`TOOL_INTERRUPTED` (an error result) and the run goes on, as a
+cancelled run answers an unfinished call.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import AsyncGenerator, Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
 from dbos import DBOS, StepOptions
 
+from zett_agent._await import maybe_await as _maybe_await
 from zett_agent.durable.checkpoints import (
     decode_messages,
     decode_model_call,
@@ -39,45 +42,29 @@ from zett_agent.durable.checkpoints import (
     encode_tool_result,
 )
 from zett_agent.errors import ConfigError
-from zett_agent.events import _maybe_await
 from zett_agent.extensions import Extension, RecoveryContext, RetryRequest
 from zett_agent.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 from zett_agent.models import ModelClient
 from zett_agent.protocols.base import ModelRequest, ModelResponse, StreamEvent
-from zett_agent.telemetry import Telemetry
-from zett_agent.tools import Tool, ToolRunner
+from zett_agent.sessions import SessionStore
+from zett_agent.tools.definition import idempotent, is_idempotent
+from zett_agent.tools.outcomes import OUTCOME_UNKNOWN, ToolStarted
 
 __all__ = [
     "TOOL_INTERRUPTED",
     "DurableExtension",
+    "DurableJournal",
     "DurableModel",
-    "StepTool",
     "idempotent",
     "is_idempotent",
     "step",
 ]
 
-TOOL_INTERRUPTED = (
-    "This tool call was running when its run stopped (the process died or the run "
-    "was cancelled); it may or may not have taken effect."
-)
+TOOL_INTERRUPTED = OUTCOME_UNKNOWN
+"""The result of a call whose process died while it ran (the core's
+:data:`~zett_agent.tools.outcomes.OUTCOME_UNKNOWN`)."""
 
 _T = TypeVar("_T")
-_F = TypeVar("_F", bound=Callable[..., Any])
-_IDEMPOTENT = "__zett_idempotent__"
-
-
-def idempotent(function: _F) -> _F:
-    """Declare a tool function safe to run again when the process died while it
-    ran (a durable run then runs it again instead of answering
-    :data:`TOOL_INTERRUPTED`). Returns the function itself, marked."""
-    setattr(function, _IDEMPOTENT, True)
-    return function
-
-
-def is_idempotent(tool: Tool) -> bool:
-    """Whether ``tool``'s function was marked with :func:`idempotent`."""
-    return getattr(tool.function, _IDEMPOTENT, False) is True
 
 
 async def step(name: str, function: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
@@ -134,78 +121,53 @@ class DurableModel:
         yield outcome
 
 
-@dataclass(frozen=True)
-class StepTool(Tool):
-    """A :class:`~zett_agent.tools.Tool` whose call is a marker step, then a step.
+class DurableJournal:
+    """The :class:`~zett_agent.tools.outcomes.ToolJournal` of a durable run.
 
-    The tool's timeout is applied inside the step (by a one-call
-    :class:`~zett_agent.tools.ToolRunner`, so the timeout's error result is the
-    core's own), and so is checkpointed: the run's runner sees no limit on the
-    step itself (``timeout`` is ``math.inf``), which would otherwise cut the step
-    off and store a result no checkpoint holds.
+    :meth:`started` is the marker step ``<prefix>.<tool>.started``, which stores the
+    session's ``tool_started`` row (keyed, so a replay stores it once) and returns
+    whether this is the first time (False on a replay that finds the marker);
+    :meth:`run` is the step ``<prefix>.<tool>`` whose checkpoint is the result.
+    ``started_before``: the call ids the session recorded as started before the run.
     """
 
-    step_prefix: str = ""
-    idempotent: bool = False
-    inner: Tool | None = None
-    inner_timeout: float | None = None
+    def __init__(
+        self,
+        step_prefix: str,
+        store: SessionStore,
+        session_id: str,
+        started_before: frozenset[str] = frozenset(),
+    ) -> None:
+        self.step_prefix = step_prefix
+        self.store = store
+        self.session_id = session_id
+        self._before = started_before
 
-    @classmethod
-    def wrap(
-        cls, tool: Tool, step_prefix: str, *, idempotent: bool, default_timeout: float | None
-    ) -> StepTool:
-        """``tool`` as steps; ``default_timeout`` is the run's (``tool_timeout``)."""
-        return cls(
-            tool.name,
-            tool.description,
-            tool.function,
-            tool.arguments,
-            math.inf,
-            step_prefix=step_prefix,
-            idempotent=idempotent,
-            inner=tool,
-            inner_timeout=tool.timeout if tool.timeout is not None else default_timeout,
-        )
-
-    async def call(self, call: ToolCall) -> ToolResultMessage:
+    async def started(self, call: ToolCall, run_id: str) -> bool:
         fresh = False
 
         async def mark() -> str:
             nonlocal fresh
             fresh = True
+            row = ToolStarted(call.id, call.name, run_id)
+            await self.store.append(self.session_id, row, key=f"{run_id}:started:{call.id}")
             return call.id
 
-        await step(f"{self.step_prefix}.{self.name}.started", mark)
+        await step(f"{self.step_prefix}.{call.name}.started", mark)
+        return fresh
 
+    async def run(
+        self, call: ToolCall, execute: Callable[[], Awaitable[ToolResultMessage]]
+    ) -> ToolResultMessage:
         async def run() -> str:
-            if not fresh and not self.idempotent:  # it was running when the process died
-                return encode_tool_result(
-                    ToolResultMessage(call.id, call.name, TOOL_INTERRUPTED, is_error=True)
-                )
-            return encode_tool_result(await self._call_inner(call))
+            return encode_tool_result(await execute())
 
-        result = decode_tool_result(await step(f"{self.step_prefix}.{self.name}", run))
+        result = decode_tool_result(await step(f"{self.step_prefix}.{call.name}", run))
         assert result is not None
         return result
 
-    async def _call_inner(self, call: ToolCall) -> ToolResultMessage:
-        """The wrapped tool's call under its timeout, as the core runs one call
-        (no hooks: the run's runner calls them around this step)."""
-        assert self.inner is not None
-        runner = ToolRunner(
-            {self.name: self.inner},
-            (),
-            Telemetry(enabled=False),
-            parallel=False,
-            timeout=self.inner_timeout,
-            max_calls=None,
-            max_argument_chars=None,
-            max_result_chars=None,
-        )
-        results: list[ToolResultMessage | None] = [None]
-        await runner.run(AssistantMessage(tool_calls=(call,)), None, results)
-        assert results[0] is not None
-        return results[0]
+    def was_started(self, call_id: str) -> bool:
+        return call_id in self._before
 
 
 class DurableExtension(Extension):

@@ -42,7 +42,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Literal, TypeAlias
 
-from zett_agent.events import _maybe_await
+from zett_agent._await import maybe_await as _maybe_await
 from zett_agent.extensions import Extension
 from zett_agent.messages import (
     AssistantMessage,

@@ -46,7 +46,6 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
 from zett_agent.agent import Agent
-from zett_agent.approvals import Decision, decided_results
 from zett_agent.client import AgentClient
 from zett_agent.errors import ResumeError, SessionStoreError, ZettError
 from zett_agent.events import AgentEvent
@@ -54,6 +53,7 @@ from zett_agent.messages import ToolCall, UserMessage
 from zett_agent.resume import plan_resume
 from zett_agent.sessions import InMemorySessionStore, SessionStore, live_rows
 from zett_agent.sessions.base import messages_of
+from zett_agent.tools.approvals import Decision, decided_results
 
 from .history import assistant_message_id, ui_messages
 from .request import ChatRequest, RequestError, new_input, valid_session_id

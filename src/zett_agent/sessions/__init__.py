@@ -16,6 +16,7 @@ from zett_agent.sessions.base import (
     StoredRow,
     live_rows,
 )
+from zett_agent.sessions.journal import SessionJournal
 from zett_agent.sessions.memory import InMemorySessionStore
 from zett_agent.sessions.sqlite import DB_LAYOUT_VERSION, SQLiteSessionStore
 
@@ -25,6 +26,7 @@ __all__ = [
     "InMemorySessionStore",
     "SQLiteSessionStore",
     "SessionInfo",
+    "SessionJournal",
     "SessionStore",
     "StoredRow",
     "live_rows",

@@ -8,10 +8,16 @@ A session is an append-only list of rows, one per complete message, numbered
 0     written before ``AssistantMessage.stop`` existed: no ``stop`` key,
       loads with ``stop is None``
 1     messages with ``stop``
-2     the current form: rows may also hold an approval request or decision
+2     rows may also hold an approval request or decision
       (``role`` ``"approval_request"`` / ``"approval_decision"``, see
       :mod:`zett_agent.approvals`); :meth:`SessionStore.load` leaves them out
+3     the current form (one version for every row kind and field added in
+      this release): ``tool_started`` records, written just before a tool
+      call is entered (:mod:`zett_agent.tools.outcomes`)
 ====  ===================================================================
+
+Records (rows that are not messages, :mod:`zett_agent.records`) are never sent to
+a model; a record of a role newer than its row's schema version is refused.
 
 Rows are never rewritten. A resumed answer that is joined to the answer it
 continues (Anthropic prefill) is appended with ``replaces`` = that answer's
@@ -41,16 +47,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from zett_agent.approvals import (
-    APPROVAL_ROLES,
-    ApprovalDecision,
-    ApprovalRequest,
+from zett_agent.errors import SessionStoreError
+from zett_agent.history import results_in_call_order
+from zett_agent.messages import Message
+from zett_agent.records import (
+    RECORD_TYPES,
     SessionEntry,
     entry_from_dict,
     entry_to_dict,
+    record_schema,
 )
-from zett_agent.errors import SessionStoreError
-from zett_agent.messages import Message
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -66,7 +72,7 @@ __all__ = [
     "replace_conflict",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The schema version of rows this code writes (see the module docstring)."""
 
 
@@ -137,7 +143,8 @@ class SessionStore(ABC):
 
     async def load(self, session_id: str) -> list[Message]:
         """The session's conversation: its messages, a joined answer in place of
-        the answer it replaced; approval rows are left out. An unknown session is
+        the answer it replaced; records (approvals, tool starts) are left out. An
+        unknown session is
         empty."""
         return messages_of(live_rows(await self.rows(session_id)))
 
@@ -161,10 +168,15 @@ class SessionStore(ABC):
 
 
 def messages_of(rows: Sequence[StoredRow]) -> list[Message]:
-    """The messages of ``rows`` (approval requests and decisions left out)."""
-    return [
-        r.message for r in rows if not isinstance(r.message, ApprovalRequest | ApprovalDecision)
-    ]
+    """The messages of ``rows`` (records left out: approvals, tool starts), each
+    answer's tool results in the order of its calls (they are stored as the calls
+    end: :func:`~zett_agent.history.results_in_call_order`)."""
+    messages: list[Message] = []
+    for row in rows:
+        entry = row.message
+        if not isinstance(entry, RECORD_TYPES):
+            messages.append(entry)
+    return results_in_call_order(messages)
 
 
 def live_rows(rows: Sequence[StoredRow]) -> list[StoredRow]:
@@ -255,8 +267,9 @@ def decode_row(session_id: str, seq: int, schema_version: Any, data: Any) -> Ses
         raise fail(f"the stored data is not a JSON object (got {type(payload).__name__})")
     if schema_version == 0:
         payload.pop("stop", None)  # version 0 predates stop: such a key meant something else
-    if schema_version < 2 and payload.get("role") in APPROVAL_ROLES:
-        raise fail(f"a {payload.get('role')} row needs schema version 2")
+    since = record_schema(payload.get("role"))
+    if since is not None and schema_version < since:
+        raise fail(f"a {payload.get('role')} row needs schema version {since}")
     try:
         return entry_from_dict(payload)
     except ValueError as error:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from zett_agent.approvals import SessionEntry
+from zett_agent.records import SessionEntry
 from zett_agent.sessions.base import (
     SCHEMA_VERSION,
     SessionInfo,

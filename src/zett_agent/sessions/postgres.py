@@ -25,8 +25,8 @@ import anyio
 import psycopg
 from psycopg import sql
 
-from zett_agent.approvals import SessionEntry
 from zett_agent.errors import SessionStoreError
+from zett_agent.records import SessionEntry
 from zett_agent.sessions.base import (
     SCHEMA_VERSION,
     SessionInfo,

@@ -40,8 +40,8 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
-from zett_agent.approvals import SessionEntry
 from zett_agent.errors import SessionStoreError
+from zett_agent.records import SessionEntry
 from zett_agent.sessions.base import (
     SCHEMA_VERSION,
     SessionInfo,

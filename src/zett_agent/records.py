@@ -1,0 +1,103 @@
+"""What one stored session row holds, and its JSON form.
+
+A row holds a :class:`~zett_agent.messages.Message` (sent to models), or a
+record about the run that is never sent:
+
+=====================  ==================================  ==============
+``role``               record                              since schema
+=====================  ==================================  ==============
+``approval_request``   :class:`~zett_agent.tools.approvals.ApprovalRequest`    2
+``approval_decision``  :class:`~zett_agent.tools.approvals.ApprovalDecision`   2
+``tool_started``       :class:`~zett_agent.tools.outcomes.ToolStarted`         3
+=====================  ==================================  ==============
+
+:func:`entry_to_dict` / :func:`entry_from_dict` are the codec every store uses
+(:mod:`zett_agent.sessions.base` adds the schema version check).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeAlias
+
+from zett_agent.messages import Message, ToolCall, message_from_dict, message_to_dict
+from zett_agent.tools.approvals import ApprovalDecision, ApprovalRequest, Decision
+from zett_agent.tools.outcomes import ToolStarted
+
+__all__ = [
+    "RECORD_ROLES",
+    "RECORD_TYPES",
+    "SessionEntry",
+    "entry_from_dict",
+    "entry_to_dict",
+    "is_record",
+    "record_schema",
+]
+
+SessionEntry: TypeAlias = Message | ApprovalRequest | ApprovalDecision | ToolStarted
+"""What one stored row holds: a message, or a record about the run."""
+
+RECORD_TYPES = (ApprovalRequest, ApprovalDecision, ToolStarted)
+"""The classes of records (rows that are not messages)."""
+
+_SINCE = {"approval_request": 2, "approval_decision": 2, "tool_started": 3}
+RECORD_ROLES = frozenset(_SINCE)
+"""The ``role`` values of records."""
+
+
+def is_record(entry: object) -> bool:
+    """Whether ``entry`` is a record (not a message sent to models)."""
+    return isinstance(entry, RECORD_TYPES)
+
+
+def record_schema(role: object) -> int | None:
+    """The schema version that introduced the record ``role``; None for a message."""
+    return _SINCE.get(role) if isinstance(role, str) else None
+
+
+def entry_to_dict(entry: SessionEntry) -> dict[str, Any]:
+    """The JSON-compatible stored form of a message or a record."""
+    if isinstance(entry, ApprovalRequest):
+        calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in entry.calls]
+        return {"role": "approval_request", "calls": calls, "run_id": entry.run_id}
+    if isinstance(entry, ApprovalDecision):
+        decided = {
+            call_id: {"approved": d.approved, "reason": d.reason}
+            for call_id, d in entry.decisions.items()
+        }
+        return {"role": "approval_decision", "decisions": decided}
+    if isinstance(entry, ToolStarted):
+        return {
+            "role": "tool_started",
+            "call_id": entry.call_id,
+            "name": entry.name,
+            "run_id": entry.run_id,
+        }
+    return message_to_dict(entry)
+
+
+def entry_from_dict(data: Mapping[str, Any]) -> SessionEntry:
+    """Inverse of :func:`entry_to_dict`; raises ``ValueError`` for anything else."""
+    role = data.get("role")
+    try:
+        if role == "approval_request":
+            calls = tuple(
+                ToolCall(str(c["id"]), str(c["name"]), str(c.get("arguments", "{}")))
+                for c in data["calls"]
+            )
+            return ApprovalRequest(calls, str(data.get("run_id", "")))
+        if role == "approval_decision":
+            decisions = {
+                str(k): Decision(bool(v["approved"]), _text(v.get("reason")))
+                for k, v in data["decisions"].items()
+            }
+            return ApprovalDecision(decisions)
+        if role == "tool_started":
+            return ToolStarted(str(data["call_id"]), str(data["name"]), str(data.get("run_id", "")))
+    except (KeyError, TypeError, AttributeError) as error:
+        raise ValueError(f"stored {role} row is invalid: {error!r}") from error
+    return message_from_dict(data)
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)

@@ -195,7 +195,8 @@ class _Run:
                 answer = await self._store_answer(call, response)
                 final = self.recoveries.final(answer, recovery, final)
                 yield self.event(_E.MODEL_COMPLETED, message=answer)
-                if answer.stop is not None and (step is not Step.CONTINUE or recovery is not None):
+                stopped = answer.stop is not None and not answer.stop.ok  # abnormal only (seed)
+                if stopped and (step is not Step.CONTINUE or recovery is not None):
                     yield self.event(_E.MODEL_STOPPED, stop=answer.stop, message=answer)
 
                 match step:

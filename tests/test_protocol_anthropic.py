@@ -414,7 +414,10 @@ async def test_non_stream_body_decodes_like_the_stream(name: str) -> None:
     assert response.reasoning == streamed.reasoning
     assert response.usage == streamed.usage
     assert response.model == streamed.model
-    assert response.provider_record == streamed.provider_record
+    assert response.provider_record == {
+        **streamed.provider_record,
+        "origin": {"provider": "anthropic", "model": "claude-x"},  # stamped by Model.stream
+    }
     assert [(c.id, c.name, c.parsed_arguments()) for c in response.tool_calls] == [
         (c.id, c.name, c.parsed_arguments()) for c in streamed.tool_calls
     ]
@@ -665,7 +668,7 @@ def test_encode_request() -> None:
         stop_sequences=["###"],
         temperature=0.2,
         stream=False,
-        extra_body={"temperature": 0.5, "metadata": {"user_id": "u"}},
+        extra_body={"metadata": {"user_id": "u"}},
     )
     http = PROTOCOL.encode_request(request, VENDOR)
     assert http.path == "/v1/messages"
@@ -705,7 +708,7 @@ def test_encode_request() -> None:
         ],
         "tool_choice": {"type": "any"},
         "stop_sequences": ["###"],
-        "temperature": 0.5,
+        "temperature": 0.2,
         "stream": False,
         "metadata": {"user_id": "u"},
     }

@@ -57,12 +57,14 @@ from zett_agent.protocols.base import (
     Pieces,
     StreamEvent,
     WireProtocol,
+    add_settings,
     as_code,
     as_dict,
     as_int,
     as_list,
     as_text,
     load_json,
+    merge_options,
     parse_json,
     stop,
 )
@@ -99,6 +101,11 @@ _COUNTS = (
 """The ``usageMetadata`` counts read: input, output (candidates + thoughts), reasoning, cached."""
 
 
+NESTED_OPTIONS = frozenset({"generationConfig", "toolConfig"})
+"""Gemini's nested objects (``generationConfig``, ``toolConfig``):
+``model_options`` inside them is merged key by key (``base.merge_options``)."""
+
+
 class Gemini(WireProtocol):
     """The Gemini wire protocol (name ``"gemini"``), for Google AI Studio and Vertex AI."""
 
@@ -121,7 +128,8 @@ class Gemini(WireProtocol):
         generation = request.sampling(max_tokens="maxOutputTokens", stop="stopSequences")
         if generation:
             body["generationConfig"] = generation
-        body.update(request.extra_body)
+        add_settings(body, request, vendor)
+        merge_options(body, request.extra_body, NESTED_OPTIONS)
         if request.stream:
             return HTTPRequest(
                 f"/models/{model}:streamGenerateContent", body, "sse", params={"alt": "sse"}

@@ -188,7 +188,8 @@ def _cache_breakpoints(body: dict[str, Any]) -> None:
     """Prompt caching on the stable prefix (``ModelRequest.prompt_cache``): a
     ``cache_control: {"type": "ephemeral"}`` breakpoint on the last tool, on the
     system prompt and on the last content block of the last message (the history
-    so far, which the next turn reads back from the cache): 3 of the 4 the API
+    so far, which the next turn reads back from the cache; before a trailing
+    assistant prefill, the message before it): 3 of the 4 the API
     allows (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching;
     anthropic ``CacheControlEphemeralParam``). A prefix shorter than the model's
     minimum is not cached, without an error. Replayed blocks are copied, never
@@ -200,9 +201,12 @@ def _cache_breakpoints(body: dict[str, Any]) -> None:
     if isinstance(system, str) and system:
         body["system"] = [{"type": "text", "text": system, "cache_control": dict(_EPHEMERAL)}]
     messages = body["messages"]
-    if not messages:
+    at = len(messages) - 1
+    if messages and messages[-1]["role"] == "assistant":
+        at -= 1  # a prefill (a resumed answer) is not the stable part: the turn before it is
+    if at < 0:
         return
-    last = messages[-1]
+    last = messages[at]
     content = last["content"]
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
     for n in range(len(blocks) - 1, -1, -1):
@@ -211,7 +215,7 @@ def _cache_breakpoints(body: dict[str, Any]) -> None:
             if block.get("type") == "text" and not block.get("text"):
                 continue
             blocks[n] = {**block, "cache_control": dict(_EPHEMERAL)}
-            messages[-1] = {**last, "content": blocks}
+            messages[at] = {**last, "content": blocks}
             return
 
 

@@ -98,7 +98,11 @@ _COUNTS = (
     "thoughtsTokenCount",
     "cachedContentTokenCount",
 )
-"""The ``usageMetadata`` counts read: input, output (candidates + thoughts), reasoning, cached."""
+"""The ``usageMetadata`` counts read: input, output (candidates + thoughts), reasoning, cached
+(``cachedContentTokenCount`` counts implicit-cache hits too)."""
+_GROUNDING = ("groundingMetadata", "urlContextMetadata", "citationMetadata")
+"""Candidate fields of server tools' citations (``google_search``, ``url_context``): kept
+in the provider record beside ``content``."""
 
 
 NESTED_OPTIONS = frozenset({"generationConfig", "toolConfig"})
@@ -212,6 +216,7 @@ class GeminiDecoder(Decoder):
         self._open: _Call | None = None
         self._calls = 0
         self._done = False
+        self._grounding: dict[str, Any] = {}  # citations of server tools, for the record
 
     # ---------------------------------------------------------------- feeding
     # The hot path: one chunk per event, most of them one text part. JSON from
@@ -278,6 +283,9 @@ class GeminiDecoder(Decoder):
             if candidate is None:
                 return []
         self.saw_candidate = True
+        for key in _GROUNDING:  # Google Search / URL context citations (last wins)
+            if type(candidate.get(key)) is dict:
+                self._grounding[key] = candidate[key]
         content = candidate.get("content")
         parts = content.get("parts") if type(content) is dict else None
         if type(parts) is not list:
@@ -497,11 +505,13 @@ class GeminiDecoder(Decoder):
             self.builder.set_usage(Usage(prompt, total, cached, thoughts))
         for part, pieces in self._merged.values():
             part["text"] = pieces.join()
-        record = (
+        record: dict[str, Any] | None = (
             {"protocol": "gemini", "content": {"role": "model", "parts": self.parts}}
             if self.parts
             else None
         )
+        if record is not None and self._grounding:
+            record.update(self._grounding)  # kept with the answer; only content is replayed
         return self.build(info, record)
 
 

@@ -58,10 +58,15 @@ class RunBudget:
     def priced_answer(
         self, answer: AssistantMessage, model_name: str, at: datetime.datetime
     ) -> AssistantMessage:
-        """``answer`` with its ``cost`` (when the run prices answers)."""
+        """``answer`` with its ``cost`` (when the run prices answers): the model the
+        provider reported, else the one asked for (a gateway's own name)."""
         if not self.priced:
             return answer
+        if answer.attempts:  # a fallback chain: the model of the chain that answered
+            model_name = answer.attempts[-1].model
         cost = price(answer.provider, answer.model or model_name, answer.usage, at)
+        if cost.usd is None and answer.model and answer.model != model_name:
+            cost = price(answer.provider, model_name, answer.usage, at)
         return answer.replace(cost=cost)
 
     def add(self, answer: AssistantMessage) -> None:

@@ -11,6 +11,11 @@ A session is an append-only list of rows, one per complete message, numbered
 2     the current form: rows may also hold an approval request or decision
       (``role`` ``"approval_request"`` / ``"approval_decision"``, see
       :mod:`zett_agent.approvals`); :meth:`SessionStore.load` leaves them out
+3     (this round) an assistant message may also hold ``attempts`` (a fallback
+      chain's :class:`~zett_agent.messages.ModelAttempt` list), ``cost``
+      (``{"usd", "unknown"}``), ``usage.cache_write_tokens``, and a provider
+      record's ``origin`` (``{"provider", "model"}``); rows without them load
+      with the defaults (empty, None)
 ====  ===================================================================
 
 Rows are never rewritten. A resumed answer that is joined to the answer it

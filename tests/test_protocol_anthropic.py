@@ -344,6 +344,7 @@ def test_every_anthropic_recording_is_covered() -> None:
     covered = {n for n, _ in RECORDED} | {
         "anthropic__stream_event_error_overloaded.sse",
         "anthropic__400_prompt_too_long.json",
+        "anthropic__doc_usage_cache_read_write.json",  # test_cache_read_and_write_tokens_...
     }
     assert {p.name for p in RECORDINGS.glob("anthropic__*")} <= covered
 
@@ -908,3 +909,11 @@ def test_garbage_bodies_only_raise_zett_errors(body: bytes) -> None:
         return
     # a lone event never carries message_stop's end of stream unless it is one
     assert isinstance(decoder.finish(), ModelResponse)
+
+
+async def test_cache_read_and_write_tokens_are_read_from_the_usage_block() -> None:
+    body = (RECORDINGS / "anthropic__doc_usage_cache_read_write.json").read_bytes()
+    response, _ = await call(Reply.body(body), stream=False)
+    usage = response.usage
+    assert usage.input_tokens == 50 + 1200 + 3000  # the whole input, cached parts included
+    assert (usage.cached_input_tokens, usage.cache_write_tokens) == (3000, 1200)

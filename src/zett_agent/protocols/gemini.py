@@ -57,12 +57,14 @@ from zett_agent.protocols.base import (
     Pieces,
     StreamEvent,
     WireProtocol,
+    add_settings,
     as_code,
     as_dict,
     as_int,
     as_list,
     as_text,
     load_json,
+    merge_options,
     parse_json,
     stop,
 )
@@ -96,7 +98,16 @@ _COUNTS = (
     "thoughtsTokenCount",
     "cachedContentTokenCount",
 )
-"""The ``usageMetadata`` counts read: input, output (candidates + thoughts), reasoning, cached."""
+"""The ``usageMetadata`` counts read: input, output (candidates + thoughts), reasoning, cached
+(``cachedContentTokenCount`` counts implicit-cache hits too)."""
+_GROUNDING = ("groundingMetadata", "urlContextMetadata", "citationMetadata")
+"""Candidate fields of server tools' citations (``google_search``, ``url_context``): kept
+in the provider record beside ``content``."""
+
+
+NESTED_OPTIONS = frozenset({"generationConfig", "toolConfig"})
+"""Gemini's nested objects (``generationConfig``, ``toolConfig``):
+``model_options`` inside them is merged key by key (``base.merge_options``)."""
 
 
 class Gemini(WireProtocol):
@@ -121,7 +132,8 @@ class Gemini(WireProtocol):
         generation = request.sampling(max_tokens="maxOutputTokens", stop="stopSequences")
         if generation:
             body["generationConfig"] = generation
-        body.update(request.extra_body)
+        add_settings(body, request, vendor)
+        merge_options(body, request.extra_body, NESTED_OPTIONS)
         if request.stream:
             return HTTPRequest(
                 f"/models/{model}:streamGenerateContent", body, "sse", params={"alt": "sse"}
@@ -204,6 +216,7 @@ class GeminiDecoder(Decoder):
         self._open: _Call | None = None
         self._calls = 0
         self._done = False
+        self._grounding: dict[str, Any] = {}  # citations of server tools, for the record
 
     # ---------------------------------------------------------------- feeding
     # The hot path: one chunk per event, most of them one text part. JSON from
@@ -270,6 +283,9 @@ class GeminiDecoder(Decoder):
             if candidate is None:
                 return []
         self.saw_candidate = True
+        for key in _GROUNDING:  # Google Search / URL context citations (last wins)
+            if type(candidate.get(key)) is dict:
+                self._grounding[key] = candidate[key]
         content = candidate.get("content")
         parts = content.get("parts") if type(content) is dict else None
         if type(parts) is not list:
@@ -489,11 +505,13 @@ class GeminiDecoder(Decoder):
             self.builder.set_usage(Usage(prompt, total, cached, thoughts))
         for part, pieces in self._merged.values():
             part["text"] = pieces.join()
-        record = (
+        record: dict[str, Any] | None = (
             {"protocol": "gemini", "content": {"role": "model", "parts": self.parts}}
             if self.parts
             else None
         )
+        if record is not None and self._grounding:
+            record.update(self._grounding)  # kept with the answer; only content is replayed
         return self.build(info, record)
 
 

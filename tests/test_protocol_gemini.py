@@ -697,3 +697,12 @@ def test_garbage_chunks_only_raise_zett_errors(events: list[Any]) -> None:
         decoder.finish()
     except ZettError:
         pass
+
+
+async def test_implicit_cache_hits_are_reported_as_cached_input() -> None:
+    body = (RECORDINGS / "gemini__doc_usage_implicit_cache.json").read_bytes()
+    response, _ = await call(Reply.body(body), stream=False)
+    usage = response.usage
+    assert (usage.input_tokens, usage.cached_input_tokens) == (2006, 1920)
+    assert (usage.output_tokens, usage.reasoning_tokens) == (300, 100)  # thoughts included
+    assert usage.cache_write_tokens is None  # implicit caching bills no writes

@@ -26,6 +26,10 @@ FRAGMENTS = {
     "(tests/test_mcp*.py run them)",
     "requires_approval(delete_file)": "an outline: tools the README does not define "
     "(tests/test_approvals.py runs the flow)",
+    "chain = FallbackModel(": "an outline needing three providers' keys "
+    "(tests/test_fallback_and_rate_limits.py runs chains over recorded traffic)",
+    "ServerTool.web_search(max_uses=3)": "a configuration excerpt "
+    "(tests/test_request_settings.py, tests/test_server_tool_answers.py)",
 }
 """Blocks that are excerpts, not programs (a marker in the block -> why)."""
 SNIPPETS = [b for b in BLOCKS if not any(marker in b for marker in FRAGMENTS)]

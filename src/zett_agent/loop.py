@@ -25,6 +25,7 @@ pass a :class:`~zett_agent.tools.ToolGate` (its rules, in their order, are in
 
 from __future__ import annotations
 
+import datetime
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from zett_agent._await import maybe_await as _maybe_await
+from zett_agent.budgets import RunBudget
 from zett_agent.conversation import Conversation
 from zett_agent.events import AgentEvent, AgentEventType, DeltaEvents
 from zett_agent.messages import (
@@ -101,6 +103,7 @@ class _Call:
     request: ModelRequest
     model: ModelClient
     started: float = field(default_factory=time.perf_counter)
+    at: datetime.datetime = field(default_factory=lambda: datetime.datetime.now(datetime.UTC))
     span: Any = None
     response: ModelResponse | None = None
     error: Exception | None = None  # failed with no output
@@ -135,6 +138,11 @@ class _Run:
         self.telemetry = Telemetry(self.config.tracer_provider, enabled=self.config.telemetry)
         self.span: Any = None
         self.usage = Usage()
+        self.budget = RunBudget(
+            priced=self.config.cost,
+            max_cost=self.config.max_cost,
+            max_total_tokens=self.config.max_total_tokens,
+        )
         self.resuming = plan is not None
         self.tools = ToolGate(
             agent.tools,
@@ -165,6 +173,7 @@ class _Run:
         final: AssistantMessage | None = None
         failure: BaseException | None = None
         try:
+            self.budget.check_prices(self.model)  # max_cost with an unknown price: nothing sent
             async for event in self._settle_unfinished():
                 yield event
             if prompt is not None:
@@ -177,6 +186,12 @@ class _Run:
                     final = self._max_turns()
                     await self.conversation.add(final)
                     yield self.event(_E.MAX_TURNS_REACHED, stop=final.stop, message=final)
+                    break
+                spent = self.budget.exhausted(self.model)  # max_cost, max_total_tokens
+                if spent is not None:
+                    final = spent
+                    await self.conversation.add(final)
+                    yield self.event(_E.BUDGET_REACHED, stop=final.stop, message=final)
                     break
                 self.step += 1
                 call = await self._next_call()
@@ -229,12 +244,15 @@ class _Run:
                 steps=self.step,
                 recoveries=len(self.recoveries.records),
                 error=failure,
+                cost=self.budget.cost,
             )
         yield self.event(
             _E.RUN_COMPLETED,
             message=final,
             stop=final.stop if final else None,
             approval=self.pending,
+            usage=self.usage,
+            cost=self.budget.cost,
         )
 
     async def _next_call(self) -> _Call:
@@ -315,6 +333,7 @@ class _Run:
                 await _maybe_await(extension.after_model(response))
         response, repeated = distinct_call_ids(response)  # repeated ids: not run
         message = response.to_message(call.model.provider)
+        message = self.budget.priced_answer(message, call.request.model, call.at)
         self.screening = self.tools.screen(message, call.request, answered=repeated)
         if self.screening.not_offered:  # the host hears of calls the request never allowed
             stop = (message.stop or response.stop_info).with_detail(
@@ -323,6 +342,7 @@ class _Run:
             message = message.replace(stop=stop)
         answer = await self.conversation.add_answer(message, self.agent.model)
         self.usage = self.usage + answer.usage
+        self.budget.add(answer)
         self._log_step(call, response)
         return answer
 
@@ -523,6 +543,10 @@ class _Run:
             temperature=config.temperature,
             tool_choice=self._tool_choice(),
             extra_body=dict(config.model_options),
+            reasoning=config.reasoning,
+            server_tools=tuple(config.server_tools),
+            prompt_cache=config.prompt_cache,
+            prompt_cache_key=config.prompt_cache_key,
         )
         for extension in self.agent.extensions:
             changed = await _maybe_await(extension.before_model(request))

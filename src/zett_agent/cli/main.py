@@ -40,7 +40,14 @@ DEFAULT_MODEL = "llamacpp:smollm2"
 
 # Options that ``zett run`` and ``zett sessions resume`` share, spelled once.
 ModelOption = Annotated[
-    str, typer.Option("--model", "-m", envvar="ZETT_MODEL", help="provider:model-name")
+    str,
+    typer.Option(
+        "--model",
+        "-m",
+        envvar="ZETT_MODEL",
+        help="provider:model-name; several joined by commas are a fallback chain, "
+        "tried in order (anthropic:claude-sonnet-4-5,openai:gpt-5).",
+    ),
 ]
 MaxTokensOption = Annotated[
     int | None, typer.Option(min=1, help="Output limit of each model call, in tokens.")
@@ -74,6 +81,8 @@ EXIT_CODES: Mapping[str, int] = {
     "max_turns": 7,
     "other": 8,
     "approval": 9,
+    "max_cost": 10,
+    "max_total_tokens": 11,
     "cancelled": 130,
 }
 """Exit status of ``zett run``, ``zett sessions resume`` and ``zett inspect`` by
@@ -92,6 +101,8 @@ _EXIT_MEANING = {
     "max_turns": "--max-turns model calls were used up",
     "other": "another abnormal stop (unknown reason, unfinished pause)",
     "approval": "tool calls wait for approval and nobody could answer (no terminal, no --yes)",
+    "max_cost": "--max-cost was spent (the run's answers cost that many US dollars)",
+    "max_total_tokens": "--max-total-tokens input plus output tokens were used",
     "cancelled": "Ctrl-C or SIGTERM",
 }
 EXIT_TABLE = "\n\n".join(

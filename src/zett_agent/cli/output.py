@@ -38,15 +38,31 @@ _BY_REASON: Mapping[StopReason, str] = {
     StopReason.OTHER: "other",
 }
 _RED = frozenset({StopReason.REFUSAL, StopReason.INTERRUPTED})
+_RUN_LIMITS = frozenset({"max_turns", "max_cost", "max_total_tokens"})
+"""``stop.raw`` of a run that ended at its limit (an exit status each)."""
 
 
 def exit_code_for(stop: StopInfo | None) -> int:
     """The exit status for an answer whose stop is ``stop`` (None: a normal end)."""
     if stop is None:
         return EXIT_CODES["ok"]
-    if stop.reason is StopReason.OTHER and stop.raw == "max_turns":
-        return EXIT_CODES["max_turns"]
+    if stop.reason is StopReason.OTHER and stop.raw in (
+        "max_turns",
+        "max_cost",
+        "max_total_tokens",
+    ):
+        return EXIT_CODES[stop.raw]
     return EXIT_CODES[_BY_REASON[stop.reason]]
+
+
+def fallback_line(message: Any) -> str:
+    """``answered by p:m (a:x failed: ...; b:y skipped: ...)`` for a chain's answer."""
+    others = "; ".join(
+        f"{a.provider}:{a.model} {a.outcome}: {a.error or a.stop}"
+        for a in message.attempts
+        if a.outcome != "answered"
+    )
+    return f"answered by {message.provider}:{message.model} ({others})"
 
 
 def error_text(error: BaseException | None) -> str:
@@ -164,6 +180,8 @@ class Printer:
         elif kind is AgentEventType.MODEL_COMPLETED:
             self.stop_waiting()
             message = event.message
+            if message is not None and len(message.attempts) > 1:  # a fallback chain moved on
+                self.line(Text(fallback_line(message), style="dim"))
             if message is not None and not self.streamed:  # a non-streamed answer
                 if message.reasoning:
                     self.line(Text(message.reasoning, style="dim italic"))
@@ -183,7 +201,11 @@ class Printer:
             style = "red" if result.is_error else "green"
             self.line(Text.assemble(("   ↳ ", style), (content, style)))
             self.wait("Waiting for the model…")
-        elif kind in (AgentEventType.MODEL_STOPPED, AgentEventType.MAX_TURNS_REACHED):
+        elif kind in (
+            AgentEventType.MODEL_STOPPED,
+            AgentEventType.MAX_TURNS_REACHED,
+            AgentEventType.BUDGET_REACHED,
+        ):
             if event.stop is not None:
                 self.notice(event.stop)
         elif kind is AgentEventType.RUN_COMPLETED:

@@ -97,6 +97,12 @@ class RunOptions:
     yes: bool = False
     """``--yes``: approve every call that waits."""
     attempt_timeout: float | None = None
+    max_cost: float | None = None
+    """``--max-cost``: US dollars the run may spend (needs the 'prices' extra)."""
+    max_total_tokens: int | None = None
+    """``--max-total-tokens``: input plus output tokens the run may use."""
+    reasoning: str | None = None
+    """``--reasoning``: an effort level, or a thinking budget in tokens."""
 
 
 def validate_tool_choice(choice: str | None, tools: Sequence[Callable[..., Any]]) -> None:
@@ -164,6 +170,26 @@ def run(
     mcp: McpOption = None,
     require_approval: RequireApprovalOption = None,
     yes: YesOption = False,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0,
+            help="End the run once its answers cost this many US dollars (exit 10); "
+            "refused before sending when a model's price is unknown. Needs the "
+            "'prices' extra.",
+        ),
+    ] = None,
+    max_total_tokens: Annotated[
+        int | None,
+        typer.Option(min=1, help="End the run once it used this many tokens (exit 11)."),
+    ] = None,
+    reasoning: Annotated[
+        str | None,
+        typer.Option(
+            help="Reasoning effort: none, minimal, low, medium, high, xhigh, max, "
+            "or a thinking budget in tokens (a number), as the provider takes it."
+        ),
+    ] = None,
 ) -> None:
     from zett_agent.demo_tools import select_demo_tools
 
@@ -193,6 +219,9 @@ def run(
         require_approval=tuple(require_approval or ()),
         yes=yes,
         attempt_timeout=attempt_timeout,
+        max_cost=max_cost,
+        max_total_tokens=max_total_tokens,
+        reasoning=reasoning,
     )
     raise typer.Exit(run_in_terminal(options))
 
@@ -287,18 +316,19 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
     from zett_agent.cli.mcp_tools import mcp_tools
     from zett_agent.cli.output import Printer, error_text
     from zett_agent.errors import ZettError
-    from zett_agent.models import Model
 
     printer = Printer(out, err, options.json_events)
-    model: Model | None = None
+    model: Any = None
     agent: Any = None
     try:
         model = _resolve(options)
-        printer.url = model.base_url if not getattr(model, "starts_server", False) else None
+        base_url = getattr(model, "base_url", None)
+        printer.url = base_url if not getattr(model, "starts_server", False) else None
         if getattr(model, "starts_server", False):
             printer.wait(f"Starting the local llama.cpp server ({model.name})…")
-        await model.ensure_ready()
-        printer.url = model.base_url
+        if hasattr(model, "ensure_ready"):
+            await model.ensure_ready()
+        printer.url = getattr(model, "base_url", None)
         printer.stop_waiting()
         config: dict[str, Any] = {
             "instructions": options.system,
@@ -309,6 +339,12 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
             config["max_tokens"] = options.max_tokens
         if options.max_turns is not None:
             config["max_turns"] = options.max_turns
+        config["max_cost"] = options.max_cost
+        config["max_total_tokens"] = options.max_total_tokens
+        config["cost"] = options.json_events  # --json records carry each answer's cost
+        if options.reasoning is not None:
+            level = options.reasoning
+            config["reasoning"] = int(level) if level.isdigit() else level
         agent = await create_agent(
             model, config=AgentRunConfig("zett-run", **config), tools=list(options.tools)
         )
@@ -354,8 +390,15 @@ def _resolve(options: RunOptions) -> Any:
     from zett_agent.errors import ConfigError
     from zett_agent.models import resolve_model
 
-    timing = {} if options.attempt_timeout is None else {"attempt_timeout": options.attempt_timeout}
+    timing: dict[str, Any] = {}
+    if options.attempt_timeout is not None:
+        timing["attempt_timeout"] = options.attempt_timeout
     try:
+        if "," in options.model:  # a fallback chain, tried in order
+            from zett_agent.fallback import FallbackModel
+
+            parts = [part.strip() for part in options.model.split(",") if part.strip()]
+            return FallbackModel(parts, **timing)
         return resolve_model(options.model, **timing)
     except ConfigError as error:
         if options.model_variable is None:

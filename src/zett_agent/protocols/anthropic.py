@@ -49,10 +49,12 @@ from zett_agent.protocols.base import (
     Pieces,
     StreamEvent,
     WireProtocol,
+    add_settings,
     as_dict,
     as_int,
     as_text,
     load_json,
+    merge_options,
     parse_json,
     raw_value,
     stop,
@@ -89,6 +91,11 @@ _TOOL_CHOICE: Mapping[str, dict[str, str]] = {
     "required": {"type": "any"},
 }
 _STOP_DETAIL_FIELDS = frozenset({"type", "category", "explanation", "recommended_model"})
+
+
+NESTED_OPTIONS = frozenset({"output_config", "thinking"})
+"""Anthropic's documented nested objects (``output_config``, ``thinking``):
+``model_options`` inside them is merged key by key (``base.merge_options``)."""
 
 
 class AnthropicMessages(WireProtocol):
@@ -145,7 +152,10 @@ class AnthropicMessages(WireProtocol):
             )
         body.update(request.sampling(max_tokens=None, stop="stop_sequences"))  # max_tokens: above
         body["stream"] = request.stream
-        body.update(request.extra_body)
+        add_settings(body, request, vendor)
+        if request.prompt_cache:
+            _cache_breakpoints(body)
+        merge_options(body, request.extra_body, NESTED_OPTIONS)
         return HTTPRequest(
             path="/v1/messages", body=body, response_format="sse" if request.stream else "json"
         )
@@ -180,6 +190,45 @@ class AnthropicMessages(WireProtocol):
         else:
             blocks.insert(0, {"type": "text", "text": prefix})
         return {**record, "content": blocks}
+
+
+_EPHEMERAL = {"type": "ephemeral"}
+_NOT_CACHEABLE = frozenset({"thinking", "redacted_thinking"})
+
+
+def _cache_breakpoints(body: dict[str, Any]) -> None:
+    """Prompt caching on the stable prefix (``ModelRequest.prompt_cache``): a
+    ``cache_control: {"type": "ephemeral"}`` breakpoint on the last tool, on the
+    system prompt and on the last content block of the last message (the history
+    so far, which the next turn reads back from the cache; before a trailing
+    assistant prefill, the message before it): 3 of the 4 the API
+    allows (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching;
+    anthropic ``CacheControlEphemeralParam``). A prefix shorter than the model's
+    minimum is not cached, without an error. Replayed blocks are copied, never
+    changed."""
+    tools = body.get("tools")
+    if tools:
+        tools[-1] = {**tools[-1], "cache_control": dict(_EPHEMERAL)}
+    system = body.get("system")
+    if isinstance(system, str) and system:
+        body["system"] = [{"type": "text", "text": system, "cache_control": dict(_EPHEMERAL)}]
+    messages = body["messages"]
+    at = len(messages) - 1
+    if messages and messages[-1]["role"] == "assistant":
+        at -= 1  # a prefill (a resumed answer) is not the stable part: the turn before it is
+    if at < 0:
+        return
+    last = messages[at]
+    content = last["content"]
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+    for n in range(len(blocks) - 1, -1, -1):
+        block = blocks[n]
+        if isinstance(block, Mapping) and block.get("type") not in _NOT_CACHEABLE:
+            if block.get("type") == "text" and not block.get("text"):
+                continue
+            blocks[n] = {**block, "cache_control": dict(_EPHEMERAL)}
+            messages[at] = {**last, "content": blocks}
+            return
 
 
 def _record_content(record: Mapping[str, Any] | None) -> list[Any] | None:
@@ -403,6 +452,7 @@ class AnthropicDecoder(Decoder):
                 output_tokens=as_int(u.get("output_tokens")),
                 cached_input_tokens=tokens[1],
                 reasoning_tokens=thinking,
+                cache_write_tokens=creation,
             )
         )
 

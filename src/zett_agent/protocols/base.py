@@ -22,17 +22,27 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal, NamedTuple, TypeAlias
 
 from zett_agent.errors import (
+    ConfigError,
     ContextOverflowError,
     DecodeError,
     ProviderError,
     ProviderHTTPError,
+    RateLimitError,
     StreamError,
     looks_like_context_overflow,
 )
-from zett_agent.messages import AssistantMessage, Message, ToolCall, Usage
+from zett_agent.messages import AssistantMessage, Message, ModelAttempt, ToolCall, Usage
 from zett_agent.protocols.arguments import ArgumentText, Shape
 from zett_agent.stop import StopInfo, StopReason
-from zett_agent.vendors import Vendor, dig, match_http_refusal
+from zett_agent.vendors import (
+    ServerTool,
+    Vendor,
+    dig,
+    match_http_refusal,
+    rate_limit_fields,
+    reasoning_fields,
+    server_tool_fields,
+)
 
 __all__ = [
     "AMBIGUOUS_TOOL_ARGUMENTS",
@@ -51,9 +61,11 @@ __all__ = [
     "ToolCallDelta",
     "ToolSpec",
     "WireProtocol",
+    "add_settings",
     "apply_output_limit",
     "is_json_object",
     "load_json",
+    "merge_options",
     "names_in",
     "parse_json",
     "raw_value",
@@ -117,8 +129,15 @@ class ModelRequest:
     """One request to a model, before it is put in a provider's wire format.
 
     ``max_tokens`` is the output limit in tokens; ``extra_body`` is merged into
-    the JSON body last (provider-specific options); ``tool_choice`` is
-    ``"auto"``, ``"none"``, ``"required"`` or a tool name.
+    the JSON body last by :func:`merge_options` (provider-specific options; a key
+    the encoder wrote is never replaced); ``tool_choice`` is ``"auto"``,
+    ``"none"``, ``"required"`` or a tool name. ``reasoning``: an effort level
+    (``"none"`` ... ``"max"``) or a thinking budget in tokens, written as the
+    vendor row's ``reasoning`` says (:func:`zett_agent.vendors.reasoning_fields`).
+    ``server_tools``: provider-run tools declared beside ``tools``
+    (:class:`~zett_agent.vendors.ServerTool`). ``prompt_cache``: place cache
+    breakpoints where the protocol has them (Anthropic); ``prompt_cache_key``:
+    OpenAI's cache routing key (sent on rows that take it).
     """
 
     model: str
@@ -130,6 +149,10 @@ class ModelRequest:
     tool_choice: str | None = None
     stream: bool = True
     extra_body: dict[str, Any] = field(default_factory=dict)
+    reasoning: str | int | None = None
+    server_tools: Sequence[ServerTool] = ()
+    prompt_cache: bool = False
+    prompt_cache_key: str | None = None
 
     def sampling(
         self, *, max_tokens: str | None, stop: str | None, temperature: str = "temperature"
@@ -172,7 +195,10 @@ class ModelResponse:
     ``stop_info`` is always set (END_TURN and TOOL_USE included); ``stop`` is the
     value the runtime stores on the message: None for a normal end.
     ``provider_record`` is the provider's own record of the assistant message,
-    replayed unchanged to the same protocol.
+    replayed unchanged to the vendor and model that produced it (its ``origin``).
+    ``provider``: the vendor that answered, when the model client is not one
+    vendor (a :class:`~zett_agent.fallback.FallbackModel`); ``attempts``: what
+    each model of such a chain did, in order.
     """
 
     text: str
@@ -182,6 +208,8 @@ class ModelResponse:
     reasoning: str = ""
     model: str | None = None
     provider_record: Mapping[str, Any] | None = None
+    provider: str | None = None
+    attempts: tuple[ModelAttempt, ...] = ()
 
     @property
     def stop(self) -> StopInfo | None:
@@ -198,8 +226,9 @@ class ModelResponse:
             usage=self.usage,
             reasoning=self.reasoning,
             model=self.model,
-            provider=provider,
+            provider=self.provider or provider,
             provider_record=self.provider_record,
+            attempts=self.attempts,
         ).storable()
 
 
@@ -618,14 +647,32 @@ class Decoder(ABC):
             return self.builder.build(refusal)
         fields = self.error_fields(data)
         retry_after = retry_after_seconds(headers)
+        if retry_after is None:
+            retry_after = fields.retry_after
+        message = fields.message or f"HTTP {status}"
+        if status == 429:
+            reset_at, retry_after, quota = rate_limit_fields(
+                self.vendor, headers, data, retry_after
+            )
+            raise RateLimitError(
+                message,
+                provider=self.vendor.name,
+                status=status,
+                error_type=fields.error_type,
+                code=fields.code,
+                retry_after=retry_after,
+                body=data,
+                reset_at=reset_at,
+                quota_exhausted=quota,
+            )
         overflow = looks_like_context_overflow(status, fields.code, fields.message)
         raise (ContextOverflowError if overflow else ProviderHTTPError)(
-            fields.message or f"HTTP {status}",
+            message,
             provider=self.vendor.name,
             status=status,
             error_type=fields.error_type,
             code=fields.code,
-            retry_after=fields.retry_after if retry_after is None else retry_after,
+            retry_after=retry_after,
             body=data,
         )
 
@@ -724,6 +771,78 @@ def load_json(body: bytes | str) -> Any:
     except (ValueError, UnicodeDecodeError, RecursionError) as error:
         text = body[:200] if isinstance(body, str) else body[:200].decode("utf-8", "replace")
         raise DecodeError(f"body is not JSON: {text!r}") from error
+
+
+def add_settings(body: dict[str, Any], request: ModelRequest, vendor: Vendor) -> dict[str, Any]:
+    """Write the request's portable settings into ``body`` as ``vendor``'s row says:
+    ``reasoning`` (:func:`~zett_agent.vendors.reasoning_fields`, dotted paths into
+    nested objects), ``server_tools`` after the agent's own tools
+    (:func:`~zett_agent.vendors.server_tool_fields`), and ``prompt_cache_key`` on
+    rows that take it. Raises :class:`~zett_agent.errors.ConfigError` for a
+    setting the row does not have. Every protocol calls it, then
+    :func:`merge_options`."""
+    if request.reasoning is not None:
+        for path, value in reasoning_fields(vendor, request.reasoning).items():
+            *parents, leaf = path.split(".")
+            node = body
+            for part in parents:
+                node = node.setdefault(part, {})
+            node[leaf] = value
+    for tool in request.server_tools:
+        shape = server_tool_fields(vendor, tool)
+        if shape.append:
+            body[shape.field] = [*body.get(shape.field, ()), shape.entry]
+        elif shape.field in body:
+            raise ConfigError(f"server tool {tool.kind!r} is declared twice")
+        else:
+            body[shape.field] = shape.entry
+    if request.prompt_cache_key and vendor.prompt_cache_key:
+        body["prompt_cache_key"] = request.prompt_cache_key
+    return body
+
+
+def merge_options(
+    body: dict[str, Any], options: Mapping[str, Any], nested: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """``body`` (what an encoder wrote) with ``options`` (``model_options``,
+    ``ModelRequest.extra_body``) merged in; every protocol calls it last.
+
+    A key the encoder did not write is added as given. A key in ``nested`` (the
+    protocol's documented nested objects: Gemini ``generationConfig``, Anthropic
+    ``output_config``, Responses ``reasoning``...) holding an object on both sides
+    is merged key by key, and so are objects inside it. Any other key the
+    encoder wrote (messages, tools, the output limit, a structured-output format,
+    what a reasoning or cache setting wrote) may only be given again with the
+    same value: a different one raises :class:`~zett_agent.errors.ConfigError`
+    naming it, before anything is sent, so ``model_options`` can never replace
+    the agent's tools or a setting zett made. ``body`` is changed in place and
+    returned.
+    """
+    _merge(body, options, nested, "")
+    return body
+
+
+def _merge(
+    body: dict[str, Any], options: Mapping[str, Any], nested: frozenset[str], at: str
+) -> None:
+    for key, value in options.items():
+        path = f"{at}.{key}" if at else key
+        if key not in body:
+            body[key] = value
+        elif (at or key in nested) and isinstance(body[key], dict) and isinstance(value, Mapping):
+            body[key] = dict(body[key])
+            _merge(body[key], value, nested, path)
+        elif body[key] != value:
+            raise ConfigError(
+                f"model_options[{path!r}] clashes with what zett writes there "
+                f"({_short(body[key])}); use the agent's own setting for it "
+                "(tools, max_tokens, reasoning, server_tools...) or leave it out"
+            )
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 _raw_decode = json.JSONDecoder().raw_decode

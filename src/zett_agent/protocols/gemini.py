@@ -82,12 +82,14 @@ from zett_agent.protocols.base import (
     Pieces,
     StreamEvent,
     WireProtocol,
+    add_settings,
     as_code,
     as_dict,
     as_int,
     as_list,
     as_text,
     load_json,
+    merge_options,
     parse_json,
     raw_value,
     stop,
@@ -147,7 +149,16 @@ _COUNTS = (
     "thoughtsTokenCount",
     "cachedContentTokenCount",
 )
-"""The ``usageMetadata`` counts read: input, output (candidates + thoughts), reasoning, cached."""
+"""The ``usageMetadata`` counts read: input, output (candidates + thoughts), reasoning, cached
+(``cachedContentTokenCount`` counts implicit-cache hits too)."""
+_GROUNDING = ("groundingMetadata", "urlContextMetadata", "citationMetadata")
+"""Candidate fields of server tools' citations (``google_search``, ``url_context``): kept
+in the provider record beside ``content``."""
+
+
+NESTED_OPTIONS = frozenset({"generationConfig", "toolConfig"})
+"""Gemini's nested objects (``generationConfig``, ``toolConfig``):
+``model_options`` inside them is merged key by key (``base.merge_options``)."""
 
 
 class Gemini(WireProtocol):
@@ -177,7 +188,8 @@ class Gemini(WireProtocol):
             body["generationConfig"] = generation
         if token is not None:
             body["continuationToken"] = token
-        body.update(request.extra_body)
+        add_settings(body, request, vendor)
+        merge_options(body, request.extra_body, NESTED_OPTIONS)
         if request.stream:
             return HTTPRequest(
                 f"/models/{model}:streamGenerateContent", body, "sse", params={"alt": "sse"}
@@ -276,6 +288,7 @@ class GeminiDecoder(Decoder):
         self._finished_parts: Any = None  # the parts of the last chunk with content
         self._repeats = 0  # chunks after a finish that repeated its content exactly
         self._continuation: str | None = None  # the latest continuationToken
+        self._grounding: dict[str, Any] = {}  # citations of server tools, for the record
 
     # ---------------------------------------------------------------- feeding
     # The hot path: one chunk per event, most of them one text part. JSON from
@@ -344,6 +357,9 @@ class GeminiDecoder(Decoder):
             if candidate is None:
                 return []
         self.saw_candidate = True
+        for key in _GROUNDING:  # Google Search / URL context citations (last wins)
+            if type(candidate.get(key)) is dict:
+                self._grounding[key] = candidate[key]
         content = candidate.get("content")
         parts = content.get("parts") if type(content) is dict else None
         taken = self._taken
@@ -601,11 +617,13 @@ class GeminiDecoder(Decoder):
             self.builder.set_usage(Usage(prompt, total, cached, thoughts))
         for part, pieces in self._merged.values():
             part["text"] = pieces.join()
-        record = (
+        record: dict[str, Any] | None = (
             {"protocol": "gemini", "content": {"role": "model", "parts": self.parts}}
             if self.parts
             else None
         )
+        if record is not None and self._grounding:
+            record.update(self._grounding)  # kept with the answer; only content is replayed
         return self.build(info, record)
 
 

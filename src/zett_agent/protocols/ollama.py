@@ -39,11 +39,13 @@ from zett_agent.protocols.base import (
     ModelResponse,
     StreamEvent,
     WireProtocol,
+    add_settings,
     as_dict,
     as_int,
     as_list,
     as_text,
     load_json,
+    merge_options,
     parse_json,
     raw_value,
     stop,
@@ -55,6 +57,11 @@ __all__ = ["OllamaChat"]
 
 _R = StopReason
 _DONE = {"stop": _R.END_TURN, "length": _R.MAX_OUTPUT}
+
+
+NESTED_OPTIONS = frozenset({"options"})
+"""Ollama's ``options`` object:
+``model_options`` inside them is merged key by key (``base.merge_options``)."""
 
 
 class OllamaChat(WireProtocol):
@@ -93,7 +100,8 @@ class OllamaChat(WireProtocol):
         options = request.sampling(max_tokens="num_predict", stop="stop")
         if options:
             body["options"] = options
-        body.update(request.extra_body)
+        add_settings(body, request, vendor)
+        merge_options(body, request.extra_body, NESTED_OPTIONS)
         return HTTPRequest("/api/chat", body, "ndjson" if request.stream else "json")
 
     def decoder(self, vendor: Vendor) -> Decoder:

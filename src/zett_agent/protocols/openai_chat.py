@@ -55,9 +55,11 @@ from zett_agent.protocols.base import (
     ModelResponse,
     StreamEvent,
     WireProtocol,
+    add_settings,
     as_code,
     as_int,
     as_text,
+    merge_options,
     parse_json,
     raw_value,
     stop,
@@ -96,6 +98,12 @@ _KEEP_OVER_ERROR = frozenset({_R.MAX_OUTPUT, _R.CONTEXT_FULL, _R.REFUSAL})
 # ---------------------------------------------------------------- request
 
 
+NESTED_OPTIONS = frozenset({"stream_options", "reasoning", "thinking", "web_search_options"})
+"""Chat's nested objects (``stream_options``, OpenRouter ``reasoning``, DeepSeek/GLM
+``thinking``, ``web_search_options``):
+``model_options`` inside them is merged key by key (``base.merge_options``)."""
+
+
 class OpenAIChat(WireProtocol):
     """The OpenAI Chat Completions wire protocol."""
 
@@ -120,7 +128,8 @@ class OpenAIChat(WireProtocol):
                 else {"type": "function", "function": {"name": request.tool_choice}}
             )
         body.update(request.sampling(max_tokens="max_tokens", stop="stop"))
-        body.update(request.extra_body)
+        add_settings(body, request, vendor)
+        merge_options(body, request.extra_body, NESTED_OPTIONS)
         return HTTPRequest("/chat/completions", body, "sse" if request.stream else "json")
 
     def decoder(self, vendor: Vendor) -> OpenAIChatDecoder:
@@ -513,6 +522,8 @@ def _usage(value: Any) -> Usage | None:
         if cached is not None
         else as_int(value.get("prompt_cache_hit_tokens")),
         reasoning_tokens=as_int(dig(value, "completion_tokens_details.reasoning_tokens")),
+        # OpenRouter's usage accounting reports cache writes here
+        cache_write_tokens=as_int(dig(value, "prompt_tokens_details.cache_write_tokens")),
     )
     return None if usage == Usage() else usage
 

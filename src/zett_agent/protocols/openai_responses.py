@@ -53,12 +53,14 @@ from zett_agent.protocols.base import (
     ModelResponse,
     StreamEvent,
     WireProtocol,
+    add_settings,
     as_code,
     as_dict,
     as_int,
     as_list,
     as_text,
     load_json,
+    merge_options,
     parse_json,
     raw_value,
     stop,
@@ -95,6 +97,11 @@ def _is_policy(code: str | None) -> bool:
         return False
     code = code.lower()
     return code.endswith("_policy") or "policy_violation" in code or "content_policy" in code
+
+
+NESTED_OPTIONS = frozenset({"reasoning", "text"})
+"""The Responses API's nested objects (``reasoning``, ``text``):
+``model_options`` inside them is merged key by key (``base.merge_options``)."""
 
 
 class OpenAIResponses(WireProtocol):
@@ -152,7 +159,8 @@ class OpenAIResponses(WireProtocol):
             )
         # The Responses API has no stop-sequence parameter; stop_sequences is not sent.
         body.update(request.sampling(max_tokens="max_output_tokens", stop=None))
-        body.update(request.extra_body)
+        add_settings(body, request, vendor)
+        merge_options(body, request.extra_body, NESTED_OPTIONS)
         return HTTPRequest("/responses", body, "sse" if request.stream else "json")
 
     def decoder(self, vendor: Vendor) -> Decoder:

@@ -241,7 +241,9 @@ async def test_key_goes_in_headers_and_string_model_resolves(
         await agent.aclose()
     sent = server.requests[0]
     assert sent.headers["x-api-key"] == "sk-secret" and sent.path == "/v1/messages"
-    assert sent.json["model"] == "claude-sonnet-4-5" and sent.json["system"] == "Be brief."
+    assert sent.json["model"] == "claude-sonnet-4-5" and sent.json["system"] == [
+        {"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}
+    ]
 
 
 async def test_non_streamed_answer_may_take_longer_than_the_idle_timeout() -> None:

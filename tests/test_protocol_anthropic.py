@@ -344,6 +344,7 @@ def test_every_anthropic_recording_is_covered() -> None:
     covered = {n for n, _ in RECORDED} | {
         "anthropic__stream_event_error_overloaded.sse",
         "anthropic__400_prompt_too_long.json",
+        "anthropic__doc_usage_cache_read_write.json",  # test_cache_read_and_write_tokens_...
     }
     assert {p.name for p in RECORDINGS.glob("anthropic__*")} <= covered
 
@@ -414,7 +415,10 @@ async def test_non_stream_body_decodes_like_the_stream(name: str) -> None:
     assert response.reasoning == streamed.reasoning
     assert response.usage == streamed.usage
     assert response.model == streamed.model
-    assert response.provider_record == streamed.provider_record
+    assert response.provider_record == {
+        **streamed.provider_record,
+        "origin": {"provider": "anthropic", "model": "claude-x"},  # stamped by Model.stream
+    }
     assert [(c.id, c.name, c.parsed_arguments()) for c in response.tool_calls] == [
         (c.id, c.name, c.parsed_arguments()) for c in streamed.tool_calls
     ]
@@ -430,6 +434,7 @@ def test_stop_table_is_the_documented_one() -> None:
         "tool_use",
         "max_tokens",
         "pause_turn",
+        "compaction",  # beta (BetaStopReason): a pause, see tests/test_pauses_are_continued.py
         "refusal",
         "model_context_window_exceeded",
     }
@@ -665,7 +670,7 @@ def test_encode_request() -> None:
         stop_sequences=["###"],
         temperature=0.2,
         stream=False,
-        extra_body={"temperature": 0.5, "metadata": {"user_id": "u"}},
+        extra_body={"metadata": {"user_id": "u"}},
     )
     http = PROTOCOL.encode_request(request, VENDOR)
     assert http.path == "/v1/messages"
@@ -705,7 +710,7 @@ def test_encode_request() -> None:
         ],
         "tool_choice": {"type": "any"},
         "stop_sequences": ["###"],
-        "temperature": 0.5,
+        "temperature": 0.2,
         "stream": False,
         "metadata": {"user_id": "u"},
     }
@@ -905,3 +910,11 @@ def test_garbage_bodies_only_raise_zett_errors(body: bytes) -> None:
         return
     # a lone event never carries message_stop's end of stream unless it is one
     assert isinstance(decoder.finish(), ModelResponse)
+
+
+async def test_cache_read_and_write_tokens_are_read_from_the_usage_block() -> None:
+    body = (RECORDINGS / "anthropic__doc_usage_cache_read_write.json").read_bytes()
+    response, _ = await call(Reply.body(body), stream=False)
+    usage = response.usage
+    assert usage.input_tokens == 50 + 1200 + 3000  # the whole input, cached parts included
+    assert (usage.cached_input_tokens, usage.cache_write_tokens) == (3000, 1200)

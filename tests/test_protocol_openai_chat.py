@@ -252,6 +252,7 @@ async def test_deepseek_tool_call_keeps_reasoning_content_for_replay() -> None:
             ],
             "reasoning_content": response.reasoning,
         },
+        "origin": {"provider": "deepseek", "model": "m"},
     }
     assert response.reasoning.startswith("The user is asking for the weather")
 
@@ -339,6 +340,7 @@ async def test_groq_event_error_after_reasoning_is_interrupted() -> None:
     assert response.provider_record == {
         "protocol": "openai-chat",
         "message": {"role": "assistant", "content": ""},
+        "origin": {"provider": "groq", "model": "m"},
     }
 
 
@@ -1029,7 +1031,7 @@ async def test_request_encoding() -> None:
         max_tokens=50,
         temperature=0.2,
         stop_sequences=["END"],
-        extra_body={"temperature": 0.5, "thinking": {"type": "enabled"}},
+        extra_body={"thinking": {"type": "enabled"}},
     )
 
     request = sent[0]
@@ -1067,7 +1069,7 @@ async def test_request_encoding() -> None:
     ]
     assert body["tool_choice"] == {"type": "function", "function": {"name": "ls"}}
     assert (body["model"], body["max_tokens"], body["stop"]) == ("m", 50, ["END"])
-    assert body["temperature"] == 0.5  # extra_body is merged last
+    assert body["temperature"] == 0.2
     assert body["thinking"] == {"type": "enabled"}
     assert body["stream"] is True
     assert body["stream_options"] == {"include_usage": True}

@@ -72,6 +72,7 @@ class Case:
     check: Callable[[ReplayServer], None] = lambda server: None
     needs: Callable[[], None] = lambda: None
     runs: int = 1
+    route: Callable[[Any], Reply] | None = None
 
 
 def _check_mcp(server: ReplayServer) -> None:
@@ -84,6 +85,30 @@ def _check_approvals(server: ReplayServer) -> None:
     results = _tool_results(server.requests[1])
     assert "not that one" in results["toolu_del"]  # denied: it never ran
     assert results["toolu_read"] == Path("/etc/os-release").read_text()[:2000]
+
+
+def _check_fallback(server: ReplayServer) -> None:
+    paths = [request.path for request in server.requests]
+    assert paths[0].endswith("/messages") and paths[-1].endswith("/chat/completions")
+
+
+def _fallback_route(request: Any) -> Reply:
+    """Anthropic overloaded (529, retried at once), OpenAI answers."""
+    if request.path.endswith("/messages"):
+        error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+        return Reply.json(error, status=529, headers={"retry-after": "0"})
+    return Reply.sse([
+        (None, {"id": "c", "object": "chat.completion.chunk", "model": "gpt-5",
+                "choices": [{"index": 0, "delta": {"content": "A runtime."},
+                             "finish_reason": "stop"}]}),
+        (None, "[DONE]"),
+    ])  # fmt: skip
+
+
+def _check_server_tools(server: ReplayServer) -> None:
+    kinds = [tool["type"] for tool in server.requests[0].json["tools"]]
+    assert kinds == ["web_search_20250305", "code_execution_20250825"], kinds
+    assert server.requests[0].json["tools"][0]["max_uses"] == 3
 
 
 def _need_everything() -> None:
@@ -124,6 +149,19 @@ CASES = [
         lambda: pytest.importorskip("dbos", reason="needs the 'durable' extra"),
         runs=2,  # run again: run trip-1 exists, its result is returned, nothing is asked
     ),
+    Case(
+        "chain = FallbackModel(",
+        lambda: [],
+        "openai gpt-5\nanthropic claude-sonnet-4-5 failed",
+        _check_fallback,
+        route=_fallback_route,
+    ),
+    Case(
+        "ServerTool.web_search(max_uses=3)",
+        lambda: [anthropic_text("Free-threading and more.")],
+        "Free-threading and more.",
+        _check_server_tools,
+    ),
 ]
 
 
@@ -153,10 +191,14 @@ def test_block_runs_as_written(case: Case, tmp_path: Path) -> None:
     case.needs()
     code = next(block for block in BLOCKS if case.marker in block)
     replies = case.replies()
-    with ReplayServer(replies) as server:
+    with ReplayServer(replies, route=case.route) as server:
         env = {
             "ZETT_ANTHROPIC_BASE_URL": server.url,
             "ANTHROPIC_API_KEY": "test",
+            "ZETT_OPENAI_BASE_URL": server.url,
+            "OPENAI_API_KEY": "test",
+            "ZETT_GOOGLE_BASE_URL": server.url,
+            "GEMINI_API_KEY": "test",
             "ZETT_LLAMACPP_BASE_URL": server.url + "/v1",
             "PATH": f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         }
@@ -164,7 +206,8 @@ def test_block_runs_as_written(case: Case, tmp_path: Path) -> None:
             done = run_block(code, env, tmp_path)
             assert done.returncode == 0, done.stderr
             assert case.prints in done.stdout, done.stdout + done.stderr
-        assert len(server.requests) == len(replies)  # it called the provider, once per reply
+        if case.route is None:  # it called the provider, once per reply
+            assert len(server.requests) == len(replies)
         assert not server.unexpected
         case.check(server)
 

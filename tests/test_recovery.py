@@ -283,7 +283,12 @@ async def test_context_full_is_compacted_and_retried_keeping_tool_pairs_and_full
     # the compacted request is smaller, keeps the system prompt and the latest turns
     assert len(compacted["messages"]) < len(full["messages"])
     assert len(json.dumps(compacted)) < len(json.dumps(full)) / 2
-    assert compacted["system"] == full["system"] == "Be brief."
+    # the system prompt is a cache breakpoint (prompt_cache, on by default)
+    assert (
+        compacted["system"]
+        == full["system"]
+        == [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}]
+    )
     assert tool_pairs_intact(full) and tool_pairs_intact(compacted)
     shown = sent_texts(compacted)
     assert shown[0][0] == "user" and shown[0][1].startswith("[")

@@ -398,7 +398,11 @@ async def test_anthropic_resume_sends_a_prefill_and_stores_the_joined_text(tmp_p
         await model.aclose()
         assert server.unexpected == []
         sent = server.requests[1].json["messages"]
-        assert sent[-2] == {"role": "user", "content": "A haiku, please"}
+        cached = {"type": "ephemeral"}  # the breakpoint goes before the prefill
+        assert sent[-2] == {
+            "role": "user",
+            "content": [{"type": "text", "text": "A haiku, please", "cache_control": cached}],
+        }
         assert sent[-1] == {
             "role": "assistant",
             "content": [{"type": "text", "text": "The old pond, a frog"}],
@@ -444,7 +448,12 @@ async def test_a_model_that_refuses_prefill_gets_a_continuation_turn() -> None:
     assert bodies[1]["messages"][-1]["role"] == "assistant"  # the prefill, refused
     assert bodies[2]["messages"][-2:] == [
         {"role": "assistant", "content": [{"type": "text", "text": "Once upon"}]},
-        {"role": "user", "content": CONTINUE_PROMPT},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": CONTINUE_PROMPT, "cache_control": {"type": "ephemeral"}}
+            ],
+        },
     ]
     assert E.RUN_FAILED not in [event.type for event in events]
     assert texts(await client.messages()) == [

@@ -56,6 +56,8 @@ DOCUMENTED_STEP_KEYS = [
     "input_tokens",
     "output_tokens",
     "elapsed_ms",
+    "cache_read_tokens",
+    "cache_write_tokens",
 ]
 
 CURRENT_IN_TOOL: list[str] = []

@@ -8,8 +8,11 @@ label says, except under REFUSAL and INTERRUPTED):
 =============  ==========================================================
 REFUSAL,       withhold tool calls (never started; names in
 INTERRUPTED    ``stop.detail["withheld_tool_calls"]``), end, report
-PAUSED         continue, up to ``Agent.max_pause_continuations``; then report
-               (tool calls in the content run first)
+PAUSED         continue, up to ``Agent.max_pause_continuations``, silently (no
+               MODEL_STOPPED); then report. A pause whose content holds client
+               tool calls runs them and counts as a continuation: that step is a
+               tool step (stop None, the raw value in ``detail["paused"]``); out
+               of continuations, its calls run and the run ends, reported
 MAX_OUTPUT,    report; complete tool calls run, calls with cut-off arguments
 CONTEXT_FULL   get an error result, and the model gets its turn again;
                no tool calls: end
@@ -90,6 +93,7 @@ from zett_agent.tools.gate import (
     DEFAULT_TOOL_TIMEOUT,
 )
 from zett_agent.tools.outcomes import ToolJournal
+from zett_agent.vendors import ServerTool
 
 __all__ = ["MAX_TURNS_RAW", "Agent", "AgentRunConfig", "Step", "create_agent"]
 
@@ -134,6 +138,23 @@ class AgentRunConfig:
             characters (None: no limit).
         max_tool_result_chars: longest tool result sent to the model, in
             characters; a longer one is cut and says so (None: no limit).
+        reasoning: one reasoning setting for every provider: an effort level
+            (``"none"``, ``"minimal"``, ``"low"``, ``"medium"``, ``"high"``,
+            ``"xhigh"``, ``"max"``) or a thinking budget in tokens (an int),
+            written as the vendor row says (:func:`zett_agent.vendors.reasoning_fields`);
+            a setting the row does not take is a ConfigError before sending.
+        server_tools: tools the provider runs (:class:`~zett_agent.vendors.ServerTool`:
+            web search, code execution, URL fetch), declared beside the agent's own.
+        prompt_cache: place prompt-cache breakpoints on the stable prefix where
+            the protocol has them (Anthropic: tools, system, the history so far).
+        prompt_cache_key: OpenAI's ``prompt_cache_key`` (sent on rows that take it).
+        cost: price each answer (``AssistantMessage.cost``) and the run
+            (``RUN_COMPLETED.cost``) with the ``prices`` extra (genai-prices).
+        max_cost: end the run, as ``max_turns`` does, once its answers cost this
+            many US dollars (``stop.raw == "max_cost"``); a model with an unknown
+            price is a ConfigError before anything is sent. Implies ``cost``.
+        max_total_tokens: end the run once its calls used this many input plus
+            output tokens (``stop.raw == "max_total_tokens"``).
     """
 
     name: str = "agent"
@@ -152,6 +173,13 @@ class AgentRunConfig:
     max_tool_calls: int | None = DEFAULT_MAX_TOOL_CALLS
     max_tool_argument_chars: int | None = DEFAULT_MAX_TOOL_ARGUMENT_CHARS
     max_tool_result_chars: int | None = DEFAULT_MAX_TOOL_RESULT_CHARS
+    reasoning: str | int | None = None
+    server_tools: Sequence[ServerTool] = ()
+    prompt_cache: bool = True
+    prompt_cache_key: str | None = None
+    cost: bool = False
+    max_cost: float | None = None
+    max_total_tokens: int | None = None
 
 
 class Agent:

@@ -6,7 +6,8 @@
      ├── ConfigError          bad configuration: unknown provider, missing API key
      ├── ProviderError        the provider answered with an error and no usable output
      │    ├── ProviderHTTPError   a non-2xx status that is not a refusal
-     │    │    └── ContextOverflowError  the prompt does not fit the context window
+     │    │    ├── ContextOverflowError  the prompt does not fit the context window
+     │    │    └── RateLimitError        429: a rate limit (reset time), or quota/billing
      │    └── StreamError         an error inside a 200 stream, before any output
      ├── TransportError       the connection failed or went idle before any output
      │    ├── CallTimeoutError     the first-output limit or the attempt deadline passed
@@ -35,6 +36,7 @@ __all__ = [
     "PoolTimeoutError",
     "ProviderError",
     "ProviderHTTPError",
+    "RateLimitError",
     "ResponseLimitError",
     "ResumeError",
     "SessionStoreError",
@@ -58,7 +60,14 @@ _RETRYABLE_TYPES = frozenset(
 
 
 class ZettError(Exception):
-    """Base of every error zett-agent raises on purpose."""
+    """Base of every error zett-agent raises on purpose.
+
+    ``attempts``: when a fallback chain (:class:`~zett_agent.fallback.FallbackModel`)
+    raises the last model's error, what every model of it did
+    (:class:`~zett_agent.messages.ModelAttempt`); else empty.
+    """
+
+    attempts: tuple[Any, ...] = ()
 
 
 class ConfigError(ZettError):
@@ -205,6 +214,36 @@ class ProviderError(ZettError):
 
 class ProviderHTTPError(ProviderError):
     """A non-2xx HTTP status that is not a refusal."""
+
+
+class RateLimitError(ProviderHTTPError):
+    """HTTP 429: the provider's rate limit, or an exhausted quota or balance.
+
+    ``retry_after``: seconds to wait, from ``retry-after-ms``, ``retry-after``, the
+    vendor row's reset headers (Anthropic ``anthropic-ratelimit-*-reset``, OpenAI
+    ``x-ratelimit-reset-*``...) or the body (Gemini ``RetryInfo``); ``reset_at``:
+    the same moment as a UNIX time (``time.time()`` scale), None when the
+    provider did not say. ``quota_exhausted``: the 429 says the quota or the
+    billing balance is used up (a vendor row's ``quota_errors``: OpenAI
+    ``insufficient_quota``...): waiting does not help, so it is not retried (a
+    fallback chain still moves on).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reset_at: float | None = None,
+        quota_exhausted: bool = False,
+        **fields: Any,
+    ) -> None:
+        super().__init__(message, **fields)
+        self.reset_at = reset_at
+        self.quota_exhausted = quota_exhausted
+
+    @property
+    def retryable(self) -> bool:
+        return not self.quota_exhausted and super().retryable
 
 
 class StreamError(ProviderError):

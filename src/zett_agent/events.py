@@ -23,12 +23,19 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from zett_agent._await import maybe_await as _maybe_await
-from zett_agent.messages import AssistantMessage, ToolCall, ToolResultMessage, message_to_dict
+from zett_agent.messages import (
+    AssistantMessage,
+    Cost,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    message_to_dict,
+)
 from zett_agent.protocols.base import ReasoningDelta, StreamEvent, TextDelta, ToolCallDelta
 from zett_agent.stop import StopInfo
 
@@ -59,6 +66,7 @@ class AgentEventType(StrEnum):
     TOOL_APPROVAL_REQUESTED = "tool_approval_requested"
     TOOL_OUTCOME_UNKNOWN = "tool_outcome_unknown"
     MAX_TURNS_REACHED = "max_turns_reached"
+    BUDGET_REACHED = "budget_reached"
     RUN_COMPLETED = "run_completed"
     RUN_FAILED = "run_failed"
 
@@ -79,7 +87,7 @@ class AgentEvent:
             "may or may not have taken effect" result given to a call that a
             crash left started and without a result).
         stop: why the step did not end normally (MODEL_STOPPED, MAX_TURNS_REACHED,
-            and RUN_COMPLETED when the final message has one).
+            BUDGET_REACHED, and RUN_COMPLETED when the final message has one).
         message: the assistant message (MODEL_COMPLETED, MODEL_STOPPED, RUN_COMPLETED).
         error: the exception that ended the run (RUN_FAILED).
         approval: the calls waiting for a person's approval (RUN_COMPLETED of a
@@ -98,6 +106,8 @@ class AgentEvent:
     message: AssistantMessage | None = None
     error: BaseException | None = None
     approval: ApprovalRequest | None = None
+    usage: Usage | None = None
+    cost: Cost | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-compatible record of this event (fields that are None left out)."""
@@ -130,6 +140,10 @@ class AgentEvent:
             record["approval"] = [
                 {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.approval.calls
             ]
+        if self.usage is not None:
+            record["usage"] = {**asdict(self.usage), "total_tokens": self.usage.total_tokens}
+        if self.cost is not None:
+            record["cost"] = {"usd": self.cost.usd, "unknown": self.cost.unknown}
         return record
 
 

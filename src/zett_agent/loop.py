@@ -25,6 +25,7 @@ pass a :class:`~zett_agent.tools.ToolGate` (its rules, in their order, are in
 
 from __future__ import annotations
 
+import datetime
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from zett_agent._await import maybe_await as _maybe_await
+from zett_agent.budgets import RunBudget
 from zett_agent.conversation import Conversation
 from zett_agent.events import AgentEvent, AgentEventType, DeltaEvents
 from zett_agent.messages import (
@@ -101,6 +103,7 @@ class _Call:
     request: ModelRequest
     model: ModelClient
     started: float = field(default_factory=time.perf_counter)
+    at: datetime.datetime = field(default_factory=lambda: datetime.datetime.now(datetime.UTC))
     span: Any = None
     response: ModelResponse | None = None
     error: Exception | None = None  # failed with no output
@@ -135,6 +138,11 @@ class _Run:
         self.telemetry = Telemetry(self.config.tracer_provider, enabled=self.config.telemetry)
         self.span: Any = None
         self.usage = Usage()
+        self.budget = RunBudget(
+            priced=self.config.cost,
+            max_cost=self.config.max_cost,
+            max_total_tokens=self.config.max_total_tokens,
+        )
         self.resuming = plan is not None
         self.tools = ToolGate(
             agent.tools,
@@ -150,6 +158,7 @@ class _Run:
             run_id=self.run_id,
         )
         self.screening = Screening()  # the last answer's calls, after the gate's rules 1-3
+        self.end_after_tools = False  # a pause out of continuations: its calls, then end
 
     # ------------------------------------------------------------ the loop
 
@@ -164,6 +173,7 @@ class _Run:
         final: AssistantMessage | None = None
         failure: BaseException | None = None
         try:
+            self.budget.check_prices(self.model)  # max_cost with an unknown price: nothing sent
             async for event in self._settle_unfinished():
                 yield event
             if prompt is not None:
@@ -176,6 +186,12 @@ class _Run:
                     final = self._max_turns()
                     await self.conversation.add(final)
                     yield self.event(_E.MAX_TURNS_REACHED, stop=final.stop, message=final)
+                    break
+                spent = self.budget.exhausted(self.model)  # max_cost, max_total_tokens
+                if spent is not None:
+                    final = spent
+                    await self.conversation.add(final)
+                    yield self.event(_E.BUDGET_REACHED, stop=final.stop, message=final)
                     break
                 self.step += 1
                 call = await self._next_call()
@@ -194,15 +210,16 @@ class _Run:
                 answer = await self._store_answer(call, response)
                 final = self.recoveries.final(answer, recovery, final)
                 yield self.event(_E.MODEL_COMPLETED, message=answer)
-                if answer.stop is not None and (step is not Step.CONTINUE or recovery is not None):
+                stopped = answer.stop is not None and not answer.stop.ok  # abnormal only (seed)
+                if stopped and (step is not Step.CONTINUE or recovery is not None):
                     yield self.event(_E.MODEL_STOPPED, stop=answer.stop, message=answer)
 
                 match step:
                     case Step.RUN_TOOLS:
                         async for event in self._run_tools(answer):
                             yield event
-                        if self.pending is not None:  # calls wait for approval
-                            break
+                        if self.pending is not None or self.end_after_tools:
+                            break  # calls wait for approval, or a pause ran out
                     case Step.CONTINUE:
                         for message in self.recoveries.take_follow():
                             await self.conversation.add(message)
@@ -227,12 +244,15 @@ class _Run:
                 steps=self.step,
                 recoveries=len(self.recoveries.records),
                 error=failure,
+                cost=self.budget.cost,
             )
         yield self.event(
             _E.RUN_COMPLETED,
             message=final,
             stop=final.stop if final else None,
             approval=self.pending,
+            usage=self.usage,
+            cost=self.budget.cost,
         )
 
     async def _next_call(self) -> _Call:
@@ -313,6 +333,7 @@ class _Run:
                 await _maybe_await(extension.after_model(response))
         response, repeated = distinct_call_ids(response)  # repeated ids: not run
         message = response.to_message(call.model.provider)
+        message = self.budget.priced_answer(message, call.request.model, call.at)
         self.screening = self.tools.screen(message, call.request, answered=repeated)
         if self.screening.not_offered:  # the host hears of calls the request never allowed
             stop = (message.stop or response.stop_info).with_detail(
@@ -321,6 +342,7 @@ class _Run:
             message = message.replace(stop=stop)
         answer = await self.conversation.add_answer(message, self.agent.model)
         self.usage = self.usage + answer.usage
+        self.budget.add(answer)
         self._log_step(call, response)
         return answer
 
@@ -436,12 +458,15 @@ class _Run:
             case StopReason.REFUSAL | StopReason.INTERRUPTED:
                 return self._withhold(response), Step.END
             case StopReason.PAUSED:
-                if has_calls:  # the content decides: the calls run, then the turn goes on
-                    return response, Step.RUN_TOOLS
-                if self.pauses < self.agent.max_pause_continuations:
-                    self.pauses += 1
-                    return response, Step.CONTINUE
-                return response, Step.END
+                # reported only when the continuations run out (seed 001); a pause with
+                # client tool calls runs them, and that is its continuation
+                if self.pauses >= self.agent.max_pause_continuations:
+                    self.end_after_tools = has_calls  # run them (no orphan), then end
+                    return response, Step.RUN_TOOLS if has_calls else Step.END
+                self.pauses += 1
+                if has_calls:
+                    return _continued_by_its_calls(response), Step.RUN_TOOLS
+                return response, Step.CONTINUE
             case StopReason.MAX_OUTPUT | StopReason.CONTEXT_FULL:
                 # cut off: complete calls run, cut ones get an error result (the gate)
                 return response, Step.RUN_TOOLS if has_calls else Step.END
@@ -518,6 +543,10 @@ class _Run:
             temperature=config.temperature,
             tool_choice=self._tool_choice(),
             extra_body=dict(config.model_options),
+            reasoning=config.reasoning,
+            server_tools=tuple(config.server_tools),
+            prompt_cache=config.prompt_cache,
+            prompt_cache_key=config.prompt_cache_key,
         )
         for extension in self.agent.extensions:
             changed = await _maybe_await(extension.before_model(request))
@@ -533,6 +562,16 @@ class _Run:
         if forcing and self.config.reset_tool_choice and self.conversation.tools_ran():
             return None  # reset_tool_choice: once tools ran, the provider's auto
         return choice  # "none" stays: the host said no tool may run in this run
+
+
+def _continued_by_its_calls(response: ModelResponse) -> ModelResponse:
+    """A pause whose content holds client tool calls (Anthropic ``pause_turn`` with a
+    ``tool_use`` block): the calls run and their results continue the turn, so the
+    step is a tool step (no stop on the message, no MODEL_STOPPED) with the provider's
+    value kept in ``detail["paused"]``."""
+    info = response.stop_info
+    detail = {**info.detail, "paused": info.raw or info.reason.value}
+    return replace(response, stop_info=StopInfo(StopReason.TOOL_USE, info.raw, detail=detail))
 
 
 def _unfinished_calls(messages: list[Message]) -> list[ToolCall]:

@@ -23,7 +23,9 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "TOO_DEEP",
     "AssistantMessage",
+    "Cost",
     "Message",
+    "ModelAttempt",
     "SystemMessage",
     "ToolCall",
     "ToolResultMessage",
@@ -175,12 +177,31 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class Usage:
-    """Token counts of one model call (tokens; input includes cached input)."""
+    """Token counts of one model call, in tokens (None: the provider did not say).
+
+    ``input_tokens`` is the whole input, cached parts included: ``cached_input_tokens``
+    were read from the provider's prompt cache (Anthropic ``cache_read_input_tokens``,
+    OpenAI ``cached_tokens``, Gemini ``cachedContentTokenCount``, implicit caching
+    too), ``cache_write_tokens`` were written to it (Anthropic
+    ``cache_creation_input_tokens``; the others do not bill writes). ``output_tokens``
+    includes ``reasoning_tokens``.
+    """
 
     input_tokens: int | None = None
     output_tokens: int | None = None
     cached_input_tokens: int | None = None
     reasoning_tokens: int | None = None
+    cache_write_tokens: int | None = None
+
+    @property
+    def cache_read_tokens(self) -> int | None:
+        """``cached_input_tokens`` under the name genai-prices and OpenTelemetry use."""
+        return self.cached_input_tokens
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens (0 for what the provider did not report)."""
+        return (self.input_tokens or 0) + (self.output_tokens or 0)
 
     def __add__(self, other: Usage) -> Usage:
         def add(a: int | None, b: int | None) -> int | None:
@@ -191,7 +212,53 @@ class Usage:
             add(self.output_tokens, other.output_tokens),
             add(self.cached_input_tokens, other.cached_input_tokens),
             add(self.reasoning_tokens, other.reasoning_tokens),
+            add(self.cache_write_tokens, other.cache_write_tokens),
         )
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What model calls cost, in US dollars (:mod:`zett_agent.costs` prices them).
+
+    ``usd`` None means unknown, never 0: ``unknown`` says why (a local model, a
+    model the price table does not list, the ``prices`` extra not installed). A
+    sum with an unknown part is unknown.
+    """
+
+    usd: float | None = None
+    unknown: str | None = None
+
+    @property
+    def known(self) -> bool:
+        return self.usd is not None
+
+    def __str__(self) -> str:
+        return "unknown" if self.usd is None else f"${self.usd:.6f}"
+
+    def __add__(self, other: Cost) -> Cost:
+        if self.usd is None or other.usd is None:
+            reasons = [r for r in (self.unknown, other.unknown) if r]
+            return Cost(None, "; ".join(dict.fromkeys(reasons)) or "unknown")
+        return Cost(self.usd + other.usd)
+
+
+@dataclass(frozen=True)
+class ModelAttempt:
+    """What one model of a fallback chain did for one answer.
+
+    ``outcome``: ``"answered"`` (it produced the answer), ``"failed"`` (an error
+    with no output made it unusable now: ``error`` names it), ``"stopped"`` (its
+    answer stopped with a reason the chain falls back on: ``stop`` is the raw
+    value), ``"skipped"`` (its circuit breaker is open: ``error`` says until when).
+    """
+
+    provider: str
+    model: str
+    outcome: Literal["answered", "failed", "stopped", "skipped"]
+    error: str | None = None
+    stop: str | None = None
+    discarded_output: bool = False
+    """Output of this attempt had streamed to the host before the chain moved on."""
 
 
 @dataclass(frozen=True)
@@ -234,8 +301,14 @@ class AssistantMessage:
         model: the model that answered, as the provider named it.
         provider: the provider name (``"anthropic"``, ``"openrouter"``...).
         provider_record: the provider's own record of the message (e.g.
-            Anthropic content blocks with signatures), replayed as-is to the same
-            protocol so nothing the provider needs is lost. JSON-compatible.
+            Anthropic content blocks with signatures), replayed as-is to the
+            vendor and model that produced it (``record["origin"]``), so nothing
+            the provider needs is lost and no other provider sees it.
+            JSON-compatible.
+        attempts: for an answer of a fallback chain, what each model did
+            (:class:`ModelAttempt`, in order; the last one answered); else empty.
+        cost: what the call cost (:class:`Cost`), when the run priced it
+            (``AgentRunConfig.cost`` or a budget); None: not priced.
     """
 
     text: str = ""
@@ -246,6 +319,8 @@ class AssistantMessage:
     model: str | None = None
     provider: str | None = None
     provider_record: Mapping[str, Any] | None = None
+    attempts: tuple[ModelAttempt, ...] = ()
+    cost: Cost | None = None
 
     def raise_for_stop(self) -> AssistantMessage:
         """Return this message, or raise :class:`AgentStopError` if it did not end normally."""

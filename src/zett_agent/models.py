@@ -9,7 +9,17 @@ default.
 
 Transient failures before any output (429, 5xx, overloaded, connection errors)
 are retried up to ``max_retries`` times with exponential backoff, honouring the
-provider's retry-after. Nothing is retried once output has been streamed.
+provider's retry-after and rate-limit reset headers (a wait longer than
+``max_retry_wait`` or the attempt deadline is not waited for: the error is
+raised, so a fallback chain moves on). A 429 that says the quota or billing is
+used up is not retried. Nothing is retried once output has been streamed.
+
+Provider records are replayed only to the vendor and model that made them: each
+answer's record is stamped with its ``origin`` and a request to another vendor or
+model sends that answer as text and tool calls instead. ``max_concurrency``
+bounds the calls in flight per provider, model and base URL in the process; the
+wait for a slot, like the wait for a pooled connection, is not counted by the
+call's clocks.
 
 Memory: every model made here shares one TLS context (:func:`shared_ssl_context`;
 loading the CA bundle costs ~0.8 MB per context, which was nearly all of what 1,000
@@ -33,6 +43,7 @@ import httpx
 
 from zett_agent.errors import ConfigError, ProviderError, TransportError
 from zett_agent.limits import CallTimeouts, ReadLimits
+from zett_agent.messages import AssistantMessage, Message
 from zett_agent.protocols import get_protocol
 from zett_agent.protocols.base import ModelRequest, ModelResponse, StreamEvent, WireProtocol
 from zett_agent.redact import Redactor, secrets_of
@@ -100,6 +111,12 @@ class Model:
         headers: extra HTTP headers sent with every request; credential-looking
             ones (``authorization``, ``*key*``, ``*token*``) are redacted like the
             key and never follow a redirect to another origin.
+        max_retry_wait: the longest wait in seconds before a retry that the
+            provider may ask for (``retry-after``, reset headers); asked for
+            more (or more than ``attempt_timeout``), the error is raised.
+        max_concurrency: calls in flight at once for this provider, model and
+            base URL in the process (None: no limit); the first Model made for
+            them sets the number. Waiting for a slot is not charged to the clocks.
 
     Defaults are in :class:`~zett_agent.limits.CallTimeouts`.
     """
@@ -124,6 +141,8 @@ class Model:
         stream: bool = True,
         client: httpx.AsyncClient | None = None,
         headers: Mapping[str, str] | None = None,
+        max_retry_wait: float = 60.0,
+        max_concurrency: int | None = None,
     ) -> None:
         self.vendor = get_vendor(vendor) if isinstance(vendor, str) else vendor
         self.name = name
@@ -144,6 +163,8 @@ class Model:
             )
         self.base_url = (base_url or _base_url_from_env(self.vendor)).rstrip("/")
         self.max_retries = max_retries
+        self.max_retry_wait = max_retry_wait
+        self.slots = _slots(self.vendor.name, name, self.base_url, max_concurrency)
         self.idle_timeout = idle_timeout
         self.timeouts = CallTimeouts(
             idle=idle_timeout,
@@ -223,11 +244,16 @@ class Model:
         request = replace(request, model=request.model or self.name)
         if not self.stream_responses:
             request = replace(request, stream=False)
+        origin = {"provider": self.vendor.name, "model": request.model}
+        request = replace(request, messages=own_records(request.messages, origin))
         http_request = self.protocol.encode_request(request, self.vendor)
         url = self.base_url + http_request.path
         attempt = 0
         while True:
             yielded = False
+            slot = self.slots
+            if slot is not None:
+                await slot.acquire()  # before send(): the clocks start at the trace hook
             try:
                 decoder = self.protocol.decoder(self.vendor)
                 timeout = (
@@ -246,11 +272,12 @@ class Model:
                     secrets=self.secrets,
                 ):
                     yielded = True
-                    if redactor:
-                        if type(item) is ModelResponse:
+                    if type(item) is ModelResponse:
+                        if redactor:
                             item = redactor.response(item)
-                        else:
-                            item = redactor.event(item)  # type: ignore[arg-type]
+                        item = _stamped(item, origin)
+                    elif redactor:
+                        item = redactor.event(item)  # type: ignore[arg-type]
                     yield item
                 return
             except (ProviderError, TransportError) as error:
@@ -261,8 +288,13 @@ class Model:
                 delay = getattr(error, "retry_after", None)
                 if delay is None:
                     delay = min(8.0, 0.5 * 2**attempt) * (0.5 + random.random() / 2)
+                elif delay > min(self.max_retry_wait, self.timeouts.attempt):
+                    raise  # the provider asks for more than this call may wait
                 attempt += 1
-                await anyio.sleep(min(delay, 60.0))
+            finally:
+                if slot is not None:
+                    slot.release()
+            await anyio.sleep(delay)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Run one call to the end and return its :class:`ModelResponse`."""
@@ -270,6 +302,57 @@ class Model:
             if isinstance(item, ModelResponse):
                 return item
         raise TransportError("the call ended without a response")  # pragma: no cover
+
+
+def own_records(messages: list[Message], origin: Mapping[str, str]) -> list[Message]:
+    """``messages`` with each assistant message's provider record kept only when
+    it came from ``origin`` (``{"provider": vendor name, "model": model name}``):
+    reasoning text, encrypted reasoning and signatures are replayed exactly to
+    the vendor and model that made them, and never to another (a fallback from
+    one provider to another). A record without an ``origin`` (stored before it
+    existed) is kept unless the message names another provider; the protocol's
+    encoder still ignores a record of another protocol. A message whose record
+    is dropped is sent as its text and tool calls."""
+    out: list[Message] = []
+    for message in messages:
+        record = message.provider_record if isinstance(message, AssistantMessage) else None
+        if record is not None and isinstance(message, AssistantMessage):
+            mark = record.get("origin")
+            if isinstance(mark, Mapping):
+                foreign = (
+                    mark.get("provider") != origin["provider"]
+                    or mark.get("model") != origin["model"]
+                )
+            else:
+                foreign = message.provider is not None and message.provider != origin["provider"]
+            if foreign:
+                message = message.replace(provider_record=None)
+        out.append(message)
+    return out
+
+
+def _stamped(response: ModelResponse, origin: Mapping[str, str]) -> ModelResponse:
+    record = response.provider_record
+    if record is None:
+        return response
+    return replace(response, provider_record={**record, "origin": dict(origin)})
+
+
+_SLOTS: dict[tuple[str, str, str], anyio.Semaphore] = {}
+
+
+def _slots(provider: str, name: str, base_url: str, limit: int | None) -> anyio.Semaphore | None:
+    """The process's semaphore for ``provider``/``name``/``base_url`` (made by the
+    first Model that asks with a limit), or None without a limit."""
+    if limit is None:
+        return None
+    if limit < 1:
+        raise ConfigError(f"max_concurrency must be at least 1, got {limit}")
+    key = (provider, name, base_url)
+    slot = _SLOTS.get(key)
+    if slot is None:
+        slot = _SLOTS[key] = anyio.Semaphore(limit)
+    return slot
 
 
 def _first_env(names: tuple[str, ...]) -> str | None:

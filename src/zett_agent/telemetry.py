@@ -71,7 +71,13 @@ withheld_tool_calls    tool calls withheld (REFUSAL, INTERRUPTED, a recovery)
 input_tokens           as reported (may be null)
 output_tokens          as reported (may be null)
 elapsed_ms             wall time of the call, milliseconds (one decimal)
+cache_read_tokens      input tokens read from the prompt cache (may be null)
+cache_write_tokens     input tokens written to it (may be null)
 =====================  ======================================================
+
+An answer of a fallback chain adds ``attempts``: one object per model tried
+(provider, model, outcome, error, stop, discarded_output), the last one answered;
+``provider`` is then the vendor that answered.
 
 Each recovery also gets one record on the ``zett_agent.recovery`` logger (INFO,
 ``record.zett_recovery``): run_id, step, by, action, reason, note.
@@ -83,10 +89,11 @@ import json
 import logging
 from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from zett_agent.messages import AssistantMessage, ToolCall, ToolResultMessage, Usage
-from zett_agent.protocols.base import ModelRequest, ModelResponse
+from zett_agent.messages import AssistantMessage, Cost, ToolCall, ToolResultMessage, Usage
+from zett_agent.protocols.base import ModelRequest, ModelResponse, names_in
 from zett_agent.stop import StopInfo
 from zett_agent.vendors import VENDORS
 
@@ -117,6 +124,8 @@ STEP_RECORD_KEYS: tuple[str, ...] = (
     "input_tokens",
     "output_tokens",
     "elapsed_ms",
+    "cache_read_tokens",
+    "cache_write_tokens",
 )
 """The keys of the per-step log record, in order. Stable: add, never rename."""
 
@@ -149,17 +158,21 @@ def log_step(
         "run_id": run_id,
         "agent": agent,
         "step": step,
-        "provider": provider,
+        "provider": response.provider or provider,
         "model": response.model or model,
         "finish_reason_raw": info.raw,
         "finish_reason": info.reason.value,
         "content_len": len(response.text),
         "tool_calls_count": len(response.tool_calls),
-        "withheld_tool_calls": len(info.detail.get("withheld_tool_calls", ())),
+        "withheld_tool_calls": len(names_in(info.detail, "withheld_tool_calls")),
         "input_tokens": response.usage.input_tokens,
         "output_tokens": response.usage.output_tokens,
         "elapsed_ms": round(elapsed_ms, 1),
+        "cache_read_tokens": response.usage.cached_input_tokens,
+        "cache_write_tokens": response.usage.cache_write_tokens,
     }
+    if response.attempts:  # a fallback chain: what each model did
+        record["attempts"] = [asdict(attempt) for attempt in response.attempts]
     step_log.info(json.dumps(record), extra={"zett_step": record})
 
 
@@ -184,9 +197,9 @@ def _stop_attributes(stop: StopInfo) -> dict[str, Any]:
     attributes: dict[str, Any] = {"zett.stop.reason": stop.reason.value}
     if not stop.ok and stop.category:
         attributes["zett.stop.category"] = stop.category
-    withheld = stop.detail.get("withheld_tool_calls")
+    withheld = names_in(stop.detail, "withheld_tool_calls")  # flat strings, whatever came
     if withheld:
-        attributes["zett.stop.withheld_tool_calls"] = [str(name) for name in withheld]
+        attributes["zett.stop.withheld_tool_calls"] = withheld
     return attributes
 
 
@@ -196,6 +209,12 @@ def _usage_attributes(usage: Usage) -> dict[str, Any]:
         attributes["gen_ai.usage.input_tokens"] = usage.input_tokens
     if usage.output_tokens is not None:
         attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
+    if usage.cached_input_tokens is not None:
+        attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cached_input_tokens
+    if usage.cache_write_tokens is not None:
+        attributes["gen_ai.usage.cache_creation.input_tokens"] = usage.cache_write_tokens
+    if usage.reasoning_tokens is not None:
+        attributes["gen_ai.usage.reasoning.output_tokens"] = usage.reasoning_tokens
     return attributes
 
 
@@ -245,6 +264,7 @@ class Telemetry:
         steps: int,
         recoveries: int,
         error: BaseException | None,
+        cost: Cost | None = None,
     ) -> None:
         if span is None:
             return
@@ -253,6 +273,8 @@ class Telemetry:
             "zett.recoveries": recoveries,
             **_usage_attributes(usage),
         }
+        if cost is not None:  # priced: the sum, or "unknown"
+            attributes["zett.cost.usd"] = cost.usd if cost.usd is not None else "unknown"
         if final is not None:
             if final.stop is not None:
                 attributes.update(_stop_attributes(final.stop))

@@ -10,15 +10,32 @@ Sources for each row are the provider documents listed in ``docs`` and
 
 from __future__ import annotations
 
+import datetime
 import re
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
 from zett_agent.stop import StopInfo, StopReason
 
-__all__ = ["VENDORS", "HTTPRefusal", "Vendor", "get_vendor", "match_http_refusal"]
+__all__ = [
+    "LEVEL_BUDGETS",
+    "REASONING_LEVELS",
+    "VENDORS",
+    "HTTPRefusal",
+    "QuotaRule",
+    "ReasoningMap",
+    "ServerTool",
+    "ServerToolShape",
+    "Vendor",
+    "get_vendor",
+    "match_http_refusal",
+    "rate_limit_fields",
+    "reasoning_fields",
+    "server_tool_fields",
+]
 
 Protocol = Literal["anthropic", "openai-chat", "openai-responses", "gemini", "ollama"]
 Auth = Literal["bearer", "x-api-key", "x-goog-api-key", "none"]
@@ -48,6 +65,90 @@ class HTTPRefusal:
 
 
 @dataclass(frozen=True)
+class QuotaRule:
+    """A 429 that says the quota or the billing balance is used up: the value at the
+    dotted ``path`` of the JSON error body is one of ``values``. Such a 429 is not
+    retried (:class:`~zett_agent.errors.RateLimitError` ``quota_exhausted``)."""
+
+    path: str
+    values: frozenset[str]
+
+
+REASONING_LEVELS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+"""The effort levels a reasoning setting may name, lowest first: the union of the
+pinned SDKs' value sets (openai ``ReasoningEffort``: all seven; anthropic
+``OutputConfig.effort``: low to max; google-genai ``ThinkingLevel``: minimal to high)."""
+
+LEVEL_BUDGETS: Mapping[str, int] = MappingProxyType(
+    {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 24576, "max": 32768}
+)
+"""Thinking budget in tokens a level stands for on a row that takes only a budget
+(Qwen ``thinking_budget``): zett's own table, one doubling-ish step per level."""
+
+BUDGET = "<budget>"
+"""In a :class:`ReasoningMap`: where the budget in tokens goes."""
+
+
+@dataclass(frozen=True)
+class ReasoningMap:
+    """How a vendor row writes a reasoning setting, as dotted body paths.
+
+    ``levels``: for each level it takes, the fields to write (a level it does not
+    list is a ConfigError naming those it does). ``budget``: the fields for a budget
+    in tokens, :data:`BUDGET` standing for the number (None: the row takes no
+    budget, a ConfigError). An on/off row (DeepSeek, GLM, Kimi) maps ``"none"`` to
+    off and every other level to on; a budget-only row maps a level to its
+    :data:`LEVEL_BUDGETS` number.
+    """
+
+    levels: Mapping[str, Mapping[str, Any]]
+    budget: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ServerTool:
+    """A tool the provider runs itself, declared beside the agent's own tools.
+
+    ``kind``: ``"web_search"``, ``"code_execution"`` or ``"url_fetch"``; the vendor
+    row says how it is declared (:class:`ServerToolShape`), and a row without it
+    is a ConfigError before sending. ``options`` are added to the declaration as
+    the provider documents them (Anthropic ``max_uses``, ``allowed_domains``;
+    OpenAI ``search_context_size``...). Its calls and results (Anthropic
+    ``server_tool_use`` / ``*_tool_result`` blocks, Responses ``web_search_call``
+    items, Gemini ``executableCode`` parts, citations) stay in the answer's
+    provider record and are replayed; they never run here.
+    """
+
+    kind: Literal["web_search", "code_execution", "url_fetch"]
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def web_search(cls, **options: Any) -> ServerTool:
+        return cls("web_search", options)
+
+    @classmethod
+    def code_execution(cls, **options: Any) -> ServerTool:
+        return cls("code_execution", options)
+
+    @classmethod
+    def url_fetch(cls, **options: Any) -> ServerTool:
+        return cls("url_fetch", options)
+
+
+@dataclass(frozen=True)
+class ServerToolShape:
+    """How one server tool is declared in a request body: ``entry`` appended to
+    the list at ``field`` (``append``), or set as ``field``'s object; a
+    :class:`ServerTool`'s options merged into ``entry`` at the dotted ``options_at``
+    ("" = the entry itself)."""
+
+    field: str
+    entry: Mapping[str, Any]
+    options_at: str = ""
+    append: bool = True
+
+
+@dataclass(frozen=True)
 class Vendor:
     """One provider: where it is, how to authenticate, how it says why it stopped.
 
@@ -60,6 +161,13 @@ class Vendor:
     ``otel_name``: the OpenTelemetry ``gen_ai.provider.name`` well-known value when
     it differs from ``name``. ``model_class``: ``"module:Class"`` of the Model
     subclass ``resolve_model`` builds for this vendor (default: ``Model``).
+    ``reasoning``: how a reasoning setting is written (None: the protocol's
+    default row in ``PROTOCOL_REASONING``, else unsupported). ``server_tools``:
+    declarations by kind (None: the protocol's in ``PROTOCOL_SERVER_TOOLS``).
+    ``reset_headers``: rate-limit reset headers read on a 429; ``quota_errors``:
+    429 bodies that mean quota or billing (not retried). ``prompt_cache_key``:
+    the row takes OpenAI's ``prompt_cache_key``. ``price_provider``: the
+    genai-prices provider id (None: prices unknown, e.g. local models).
     """
 
     name: str
@@ -77,6 +185,12 @@ class Vendor:
     protocol_base_url: Mapping[str, str] = field(default_factory=dict)
     otel_name: str | None = None
     model_class: str | None = None
+    reasoning: ReasoningMap | None = None
+    server_tools: Mapping[str, ServerToolShape] | None = None
+    reset_headers: tuple[str, ...] = ()
+    quota_errors: tuple[QuotaRule, ...] = ()
+    prompt_cache_key: bool = False
+    price_provider: str | None = None
 
     @property
     def base_url_variable(self) -> str:
@@ -85,6 +199,104 @@ class Vendor:
 
 
 _R = StopReason
+
+
+def _effort(path: str, levels: Sequence[str], **extra: Any) -> dict[str, dict[str, Any]]:
+    return {level: {path: level, **extra} for level in levels}
+
+
+def _switch(path: str, on: Any, off: Any) -> ReasoningMap:
+    """An on/off row: "none" is off, every other level on; no budget."""
+    return ReasoningMap(
+        {level: {path: on if level != "none" else off} for level in REASONING_LEVELS}
+    )
+
+
+_THINKING_SWITCH = _switch("thinking.type", "enabled", "disabled")
+# DeepSeek https://api-docs.deepseek.com/guides/thinking_mode, GLM
+# https://docs.z.ai/guides/capabilities/thinking, Kimi https://platform.moonshot.ai/docs
+
+_OPENAI_EFFORT = ReasoningMap(_effort("reasoning_effort", REASONING_LEVELS))
+"""openai ``ChatCompletionCreateParams.reasoning_effort`` (``ReasoningEffort``): no budget."""
+
+_GEMINI_THINKING = "generationConfig.thinkingConfig."
+PROTOCOL_REASONING: Mapping[str, ReasoningMap] = MappingProxyType(
+    {
+        # anthropic ThinkingConfigParam (adaptive / enabled + budget_tokens / disabled)
+        # and OutputConfigParam.effort (low, medium, high, xhigh, max)
+        "anthropic": ReasoningMap(
+            {
+                "none": {"thinking.type": "disabled"},
+                **_effort(
+                    "output_config.effort",
+                    ("low", "medium", "high", "xhigh", "max"),
+                    **{"thinking.type": "adaptive"},
+                ),
+            },
+            budget={"thinking.type": "enabled", "thinking.budget_tokens": BUDGET},
+        ),
+        # openai ResponseCreateParams.reasoning.effort (Reasoning): no budget
+        "openai-responses": ReasoningMap(_effort("reasoning.effort", REASONING_LEVELS)),
+        # google-genai ThinkingConfig: thinking_level (MINIMAL..HIGH) or thinking_budget
+        "gemini": ReasoningMap(
+            {
+                "none": {_GEMINI_THINKING + "thinkingBudget": 0},
+                **{
+                    level: {
+                        _GEMINI_THINKING + "thinkingLevel": level.upper(),
+                        _GEMINI_THINKING + "includeThoughts": True,
+                    }
+                    for level in ("minimal", "low", "medium", "high")
+                },
+            },
+            budget={
+                _GEMINI_THINKING + "thinkingBudget": BUDGET,
+                _GEMINI_THINKING + "includeThoughts": True,
+            },
+        ),
+        # Ollama /api/chat "think": a bool, or "low"/"medium"/"high" (gpt-oss)
+        "ollama": ReasoningMap(
+            {"none": {"think": False}, **_effort("think", ("low", "medium", "high"))}
+        ),
+    }
+)
+"""Each protocol's reasoning row, for a vendor row that gives none (Chat rows
+differ too much: each says its own, or takes none)."""
+
+_ANTHROPIC_TOOLS = {
+    # anthropic WebSearchTool20250305Param, CodeExecutionTool20250825Param,
+    # WebFetchTool20250910Param (tool_union_param.py)
+    "web_search": ServerToolShape("tools", {"type": "web_search_20250305", "name": "web_search"}),
+    "code_execution": ServerToolShape(
+        "tools", {"type": "code_execution_20250825", "name": "code_execution"}
+    ),
+    "url_fetch": ServerToolShape("tools", {"type": "web_fetch_20250910", "name": "web_fetch"}),
+}
+PROTOCOL_SERVER_TOOLS: Mapping[str, Mapping[str, ServerToolShape]] = MappingProxyType(
+    {
+        "anthropic": _ANTHROPIC_TOOLS,
+        # openai responses WebSearchToolParam, tool_param.CodeInterpreter
+        "openai-responses": {
+            "web_search": ServerToolShape("tools", {"type": "web_search"}),
+            "code_execution": ServerToolShape(
+                "tools", {"type": "code_interpreter", "container": {"type": "auto"}}
+            ),
+        },
+        # google-genai Tool.google_search / code_execution / url_context (REST camelCase)
+        "gemini": {
+            "web_search": ServerToolShape("tools", {"googleSearch": {}}, "googleSearch"),
+            "code_execution": ServerToolShape("tools", {"codeExecution": {}}, "codeExecution"),
+            "url_fetch": ServerToolShape("tools", {"urlContext": {}}, "urlContext"),
+        },
+    }
+)
+"""Each protocol's server-tool declarations, for a vendor row that gives none."""
+
+_OPENAI_RESET = ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")
+_OPENAI_QUOTA = (
+    QuotaRule("error.code", frozenset({"insufficient_quota"})),
+    QuotaRule("error.type", frozenset({"insufficient_quota"})),
+)
 
 _VENDORS: list[Vendor] = [
     Vendor(
@@ -96,6 +308,14 @@ _VENDORS: list[Vendor] = [
         auth="x-api-key",
         headers={"anthropic-version": "2023-06-01"},
         docs="https://docs.anthropic.com/en/api/handling-stop-reasons",
+        # https://docs.anthropic.com/en/api/rate-limits#response-headers (RFC 3339)
+        reset_headers=(
+            "anthropic-ratelimit-requests-reset",
+            "anthropic-ratelimit-tokens-reset",
+            "anthropic-ratelimit-input-tokens-reset",
+            "anthropic-ratelimit-output-tokens-reset",
+        ),
+        price_provider="anthropic",
     ),
     Vendor(
         "openai",
@@ -117,6 +337,14 @@ _VENDORS: list[Vendor] = [
             HTTPRefusal(400, "error.code", frozenset({"content_filter"})),
         ),
         docs="https://platform.openai.com/docs/api-reference/chat/object",
+        reasoning=_OPENAI_EFFORT,
+        # Chat Completions web_search_options (search models)
+        server_tools={"web_search": ServerToolShape("web_search_options", {}, append=False)},
+        # https://platform.openai.com/docs/guides/rate-limits#rate-limits-in-headers
+        reset_headers=_OPENAI_RESET,
+        quota_errors=_OPENAI_QUOTA,
+        prompt_cache_key=True,
+        price_provider="openai",
     ),
     Vendor(
         "openai-responses",
@@ -126,6 +354,10 @@ _VENDORS: list[Vendor] = [
         base_url_env=("OPENAI_BASE_URL",),
         otel_name="openai",
         docs="https://platform.openai.com/docs/api-reference/responses/object",
+        reset_headers=_OPENAI_RESET,
+        quota_errors=_OPENAI_QUOTA,
+        prompt_cache_key=True,
+        price_provider="openai",
     ),
     Vendor(
         "deepseek",
@@ -142,6 +374,8 @@ _VENDORS: list[Vendor] = [
             HTTPRefusal(400, "detail", frozenset({"Content Exists Risk"}), message_path="detail"),
         ),
         docs="https://api-docs.deepseek.com/api/create-chat-completion",
+        reasoning=_THINKING_SWITCH,
+        price_provider="deepseek",
     ),
     Vendor(
         "glm",
@@ -156,6 +390,8 @@ _VENDORS: list[Vendor] = [
         # 1301: "the input or output may contain unsafe or sensitive content"
         http_refusals=(HTTPRefusal(400, "error.code", frozenset({"1301"}), category="sensitive"),),
         docs="https://docs.z.ai/api-reference/llm/chat-completion",
+        reasoning=_THINKING_SWITCH,
+        price_provider="zai",
     ),
     Vendor(
         "kimi",
@@ -164,6 +400,10 @@ _VENDORS: list[Vendor] = [
         key_env=("MOONSHOT_API_KEY",),
         http_refusals=(HTTPRefusal(400, "error.type", frozenset({"content_filter"})),),
         docs="https://platform.moonshot.ai/docs/api/chat",
+        reasoning=_THINKING_SWITCH,
+        # 429 exceeded_current_quota_error: the account's balance (WIRE.md section 8)
+        quota_errors=(QuotaRule("error.type", frozenset({"exceeded_current_quota_error"})),),
+        price_provider="moonshotai",
     ),
     Vendor(
         "openrouter",
@@ -178,6 +418,15 @@ _VENDORS: list[Vendor] = [
             HTTPRefusal(403, "error.metadata.patterns"),
         ),
         docs="https://openrouter.ai/docs/api-reference/errors",
+        # https://openrouter.ai/docs/use-cases/reasoning-tokens: effort or max_tokens
+        reasoning=ReasoningMap(
+            _effort("reasoning.effort", ("none", "minimal", "low", "medium", "high", "xhigh")),
+            budget={"reasoning.max_tokens": BUDGET},
+        ),
+        # https://openrouter.ai/docs/guides/features/web-search: the web plugin
+        server_tools={"web_search": ServerToolShape("plugins", {"id": "web"})},
+        reset_headers=("x-ratelimit-reset",),  # epoch milliseconds
+        price_provider="openrouter",
     ),
     Vendor(
         "mistral",
@@ -187,6 +436,7 @@ _VENDORS: list[Vendor] = [
         finish_reasons={"model_length": _R.CONTEXT_FULL, "error": _R.INTERRUPTED},
         otel_name="mistral_ai",
         docs="https://docs.mistral.ai/api/#tag/chat",
+        price_provider="mistral",
     ),
     Vendor(
         "qwen",
@@ -196,6 +446,17 @@ _VENDORS: list[Vendor] = [
         # input moderation: 400 error.code data_inspection_failed
         http_refusals=(HTTPRefusal(400, "error.code", frozenset({"data_inspection_failed"})),),
         docs="https://www.alibabacloud.com/help/en/model-studio/use-qwen-by-calling-api",
+        # enable_thinking + thinking_budget (budget-only: a level is its LEVEL_BUDGETS)
+        reasoning=ReasoningMap(
+            {
+                "none": {"enable_thinking": False},
+                **{
+                    level: {"enable_thinking": True, "thinking_budget": budget}
+                    for level, budget in LEVEL_BUDGETS.items()
+                },
+            },
+            budget={"enable_thinking": True, "thinking_budget": BUDGET},
+        ),
     ),
     Vendor(
         "groq",
@@ -203,6 +464,10 @@ _VENDORS: list[Vendor] = [
         "https://api.groq.com/openai/v1",
         key_env=("GROQ_API_KEY",),
         docs="https://console.groq.com/docs/api-reference#chat-create",
+        # https://console.groq.com/docs/reasoning: none (qwen3), low/medium/high (gpt-oss)
+        reasoning=ReasoningMap(_effort("reasoning_effort", ("none", "low", "medium", "high"))),
+        reset_headers=_OPENAI_RESET,
+        price_provider="groq",
     ),
     Vendor(
         "xai",
@@ -222,6 +487,8 @@ _VENDORS: list[Vendor] = [
         ),
         otel_name="x_ai",
         docs="https://docs.x.ai/docs/api-reference#chat-completions",
+        reasoning=ReasoningMap(_effort("reasoning_effort", ("low", "high"))),  # grok-3-mini
+        price_provider="x-ai",
     ),
     Vendor(
         "llamacpp",
@@ -241,6 +508,7 @@ _VENDORS: list[Vendor] = [
         auth="x-goog-api-key",
         otel_name="gcp.gemini",
         docs="https://ai.google.dev/api/generate-content#FinishReason",
+        price_provider="google",
     ),
     # Vertex AI with an OAuth access token (``gcloud auth print-access-token``). The
     # project and location are part of the URL: set ZETT_VERTEX_BASE_URL to
@@ -255,6 +523,7 @@ _VENDORS: list[Vendor] = [
         key_env=("VERTEX_ACCESS_TOKEN", "GOOGLE_CLOUD_ACCESS_TOKEN"),
         otel_name="gcp.vertex_ai",
         docs="https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/inference",
+        price_provider="google",
     ),
     # Vertex AI express mode: an API key and no project in the URL.
     Vendor(
@@ -265,6 +534,7 @@ _VENDORS: list[Vendor] = [
         auth="x-goog-api-key",
         otel_name="gcp.vertex_ai",
         docs="https://cloud.google.com/vertex-ai/generative-ai/docs/start/express-mode/overview",
+        price_provider="google",
     ),
     # OpenCode Zen, a gateway with one native endpoint per model family: choose the
     # protocol per model, Model("opencode-zen", name, protocol="openai-responses")
@@ -305,6 +575,140 @@ def get_vendor(name: str) -> Vendor:
     except KeyError:
         known = ", ".join(sorted(VENDORS))
         raise ConfigError(f"unknown provider {name!r}; known providers: {known}") from None
+
+
+def reasoning_fields(vendor: Vendor, setting: str | int) -> dict[str, Any]:
+    """The body fields (dotted paths) that write ``setting`` (a level of
+    :data:`REASONING_LEVELS`, or a budget in tokens) for ``vendor``.
+
+    Raises :class:`~zett_agent.errors.ConfigError` when the row takes no reasoning
+    setting, not this level, or no budget (per-model support is the provider's
+    own 400)."""
+    from zett_agent.errors import ConfigError
+
+    table = vendor.reasoning or PROTOCOL_REASONING.get(vendor.protocol)
+    if table is None:
+        raise ConfigError(f"{vendor.name} ({vendor.protocol}) takes no reasoning setting")
+    if isinstance(setting, bool) or not isinstance(setting, str | int):
+        raise ConfigError(f"reasoning must be a level or a budget in tokens, got {setting!r}")
+    if isinstance(setting, int):
+        if table.budget is None:
+            levels = ", ".join(table.levels)
+            raise ConfigError(
+                f"{vendor.name} takes no thinking budget, only an effort level: {levels}"
+            )
+        if setting < 0:
+            raise ConfigError(f"a thinking budget is a number of tokens >= 0, got {setting}")
+        return {k: setting if v == BUDGET else v for k, v in table.budget.items()}
+    fields = table.levels.get(setting)
+    if fields is None:
+        known = "" if setting in REASONING_LEVELS else f" (levels: {', '.join(REASONING_LEVELS)})"
+        raise ConfigError(
+            f"{vendor.name} takes reasoning {', '.join(table.levels)}"
+            + (" or a budget in tokens" if table.budget is not None else "")
+            + f", not {setting!r}{known}"
+        )
+    return dict(fields)
+
+
+def server_tool_fields(vendor: Vendor, tool: ServerTool) -> ServerToolShape:
+    """How ``tool`` is declared for ``vendor``, its options merged in. Raises
+    :class:`~zett_agent.errors.ConfigError` when the row does not have it."""
+    from zett_agent.errors import ConfigError
+
+    shapes = vendor.server_tools
+    if shapes is None:
+        shapes = PROTOCOL_SERVER_TOOLS.get(vendor.protocol, {})
+    shape = shapes.get(tool.kind)
+    if shape is None:
+        known = ", ".join(shapes) or "none"
+        raise ConfigError(
+            f"{vendor.name} ({vendor.protocol}) has no server tool {tool.kind!r} (it has: {known})"
+        )
+    entry = _deep_copy(shape.entry)
+    target = entry
+    for part in filter(None, shape.options_at.split(".")):
+        target = target[part]
+    target.update(tool.options)
+    return ServerToolShape(shape.field, entry, shape.options_at, shape.append)
+
+
+def _deep_copy(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _deep_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_deep_copy(v) for v in value]
+    return value
+
+
+_DURATION = re.compile(
+    r"^(?:(?P<h>\d+(?:\.\d+)?)h)?(?:(?P<m>\d+(?:\.\d+)?)m(?!s))?"
+    r"(?:(?P<s>\d+(?:\.\d+)?)s)?(?:(?P<ms>\d+(?:\.\d+)?)ms)?$"
+)
+
+
+def reset_time(value: str, now: float | None = None) -> float | None:
+    """A rate-limit reset header value as a UNIX time: an RFC 3339 time
+    (Anthropic), a Go duration such as ``6m0s`` or ``20ms`` (OpenAI), epoch
+    milliseconds or seconds (OpenRouter), or plain seconds; None if unreadable."""
+    now = time.time() if now is None else now
+    text = value.strip()
+    try:
+        number = float(text)
+    except ValueError:
+        number = None
+    if number is not None:
+        if number > 1e11:
+            return number / 1000
+        return number if number > 1e9 else now + max(0.0, number)
+    match = _DURATION.match(text)
+    if match and any(match.groupdict().values()):
+        parts = {k: float(v) for k, v in match.groupdict().items() if v}
+        seconds = (
+            parts.get("h", 0) * 3600
+            + parts.get("m", 0) * 60
+            + parts.get("s", 0)
+            + parts.get("ms", 0) / 1000
+        )
+        return now + seconds
+    try:
+        when = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.UTC)
+    return when.timestamp()
+
+
+def rate_limit_fields(
+    vendor: Vendor, headers: Mapping[str, str], body: Any, retry_after: float | None
+) -> tuple[float | None, float | None, bool]:
+    """What a 429 says: ``(reset_at, retry_after, quota_exhausted)``.
+
+    ``retry_after`` (seconds, already read from ``retry-after-ms`` / ``retry-after``
+    or the body) wins; else the row's ``reset_headers``: the latest reset among
+    the limits whose ``-remaining`` header is 0, else the latest of all.
+    ``quota_exhausted``: one of the row's ``quota_errors`` matches the body."""
+    now = time.time()
+    quota = any(
+        isinstance(value := dig(body, rule.path), str | int) and str(value) in rule.values
+        for rule in vendor.quota_errors
+    )
+    if retry_after is not None:
+        return now + retry_after, retry_after, quota
+    lowered = {k.lower(): v for k, v in headers.items()}
+    found: list[tuple[bool, float]] = []
+    for name in vendor.reset_headers:
+        value = lowered.get(name)
+        when = reset_time(value, now) if value else None
+        if when is not None:
+            remaining = lowered.get(name.replace("-reset", "-remaining"), "").strip()
+            found.append((remaining == "0", when))
+    if not found:
+        return None, None, quota
+    exhausted = [when for spent, when in found if spent]
+    reset_at = max(exhausted or [when for _, when in found])
+    return reset_at, max(0.0, reset_at - now), quota
 
 
 def dig(data: Any, path: str) -> Any:

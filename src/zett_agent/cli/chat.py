@@ -35,11 +35,14 @@ from zett_agent.cli.main import (
     EXIT_CODES,
     AttemptTimeoutOption,
     ContinueOption,
+    MaxCostOption,
     MaxTokensOption,
+    MaxTotalTokensOption,
     MaxTurnsOption,
     McpOption,
     ModelOption,
     NewSessionOption,
+    ReasoningOption,
     RequireApprovalOption,
     SessionDbOption,
     SessionOption,
@@ -99,6 +102,9 @@ def chat(
     mcp: McpOption = None,
     require_approval: RequireApprovalOption = None,
     yes: YesOption = False,
+    max_cost: MaxCostOption = None,
+    max_total_tokens: MaxTotalTokensOption = None,
+    reasoning: ReasoningOption = None,
 ) -> None:
     from zett_agent.cli.run import (
         RunOptions,
@@ -125,6 +131,9 @@ def chat(
         require_approval=tuple(require_approval or ()),
         yes=yes,
         attempt_timeout=attempt_timeout,
+        max_cost=max_cost,
+        max_total_tokens=max_total_tokens,
+        reasoning=reasoning,
     )
     raise typer.Exit(_chat_in_terminal(options))
 

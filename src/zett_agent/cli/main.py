@@ -28,11 +28,14 @@ __all__ = [
     "EXIT_TABLE",
     "AttemptTimeoutOption",
     "ContinueOption",
+    "MaxCostOption",
     "MaxTokensOption",
+    "MaxTotalTokensOption",
     "MaxTurnsOption",
     "McpOption",
     "ModelOption",
     "NewSessionOption",
+    "ReasoningOption",
     "RequireApprovalOption",
     "SessionDbOption",
     "SessionOption",
@@ -51,7 +54,14 @@ DEFAULT_MODEL = "llamacpp:smollm2"
 # Options that ``zett run``, ``zett chat``, ``zett sessions resume`` and ``zett serve``
 # share, spelled once (a command lists those it takes).
 ModelOption = Annotated[
-    str, typer.Option("--model", "-m", envvar="ZETT_MODEL", help="provider:model-name")
+    str,
+    typer.Option(
+        "--model",
+        "-m",
+        envvar="ZETT_MODEL",
+        help="provider:model-name; several joined by commas are a fallback chain, "
+        "tried in order (anthropic:claude-sonnet-4-5,openai:gpt-5).",
+    ),
 ]
 MaxTokensOption = Annotated[
     int | None,
@@ -98,6 +108,26 @@ ContinueOption = Annotated[
         "--continue", "-c", help="Continue the latest session of --db (the last one written)."
     ),
 ]
+MaxCostOption = Annotated[
+    float | None,
+    typer.Option(
+        min=0.0,
+        help="End the run once its answers cost this many US dollars (exit 10); "
+        "refused before sending when a model's price is unknown. Needs the "
+        "'prices' extra.",
+    ),
+]
+MaxTotalTokensOption = Annotated[
+    int | None,
+    typer.Option(min=1, help="End the run once it used this many tokens (exit 11)."),
+]
+ReasoningOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Reasoning effort: none, minimal, low, medium, high, xhigh, max, "
+        "or a thinking budget in tokens (a number), as the provider takes it."
+    ),
+]
 AttemptTimeoutOption = Annotated[
     float | None,
     typer.Option(
@@ -135,6 +165,8 @@ EXIT_CODES: Mapping[str, int] = {
     "max_turns": 7,
     "other": 8,
     "approval": 9,
+    "max_cost": 10,
+    "max_total_tokens": 11,
     "cancelled": 130,
 }
 """Exit status of ``zett run``, ``zett sessions resume`` and ``zett inspect`` by
@@ -153,6 +185,8 @@ _EXIT_MEANING = {
     "max_turns": "--max-turns model calls were used up",
     "other": "another abnormal stop (unknown reason, unfinished pause)",
     "approval": "tool calls wait for approval and nobody could answer (no terminal, no --yes)",
+    "max_cost": "--max-cost was spent (the run's answers cost that many US dollars)",
+    "max_total_tokens": "--max-total-tokens input plus output tokens were used",
     "cancelled": "Ctrl-C or SIGTERM",
 }
 EXIT_TABLE = "\n\n".join(

@@ -22,6 +22,7 @@ from rich.text import Text
 from zett_agent.cli.main import EXIT_CODES
 from zett_agent.errors import ContextOverflowError, TransportError
 from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.protocols.base import names_in
 from zett_agent.stop import StopInfo, StopReason
 
 __all__ = ["Printer", "error_text", "exit_code_for"]
@@ -37,15 +38,31 @@ _BY_REASON: Mapping[StopReason, str] = {
     StopReason.OTHER: "other",
 }
 _RED = frozenset({StopReason.REFUSAL, StopReason.INTERRUPTED})
+_RUN_LIMITS = frozenset({"max_turns", "max_cost", "max_total_tokens"})
+"""``stop.raw`` of a run that ended at its limit (an exit status each)."""
 
 
 def exit_code_for(stop: StopInfo | None) -> int:
     """The exit status for an answer whose stop is ``stop`` (None: a normal end)."""
     if stop is None:
         return EXIT_CODES["ok"]
-    if stop.reason is StopReason.OTHER and stop.raw == "max_turns":
-        return EXIT_CODES["max_turns"]
+    if stop.reason is StopReason.OTHER and stop.raw in (
+        "max_turns",
+        "max_cost",
+        "max_total_tokens",
+    ):
+        return EXIT_CODES[stop.raw]
     return EXIT_CODES[_BY_REASON[stop.reason]]
+
+
+def fallback_line(message: Any) -> str:
+    """``answered by p:m (a:x failed: ...; b:y skipped: ...)`` for a chain's answer."""
+    others = "; ".join(
+        f"{a.provider}:{a.model} {a.outcome}: {a.error or a.stop}"
+        for a in message.attempts
+        if a.outcome != "answered"
+    )
+    return f"answered by {message.provider}:{message.model} ({others})"
 
 
 def error_text(error: BaseException | None) -> str:
@@ -120,9 +137,9 @@ class Printer:
         self.noticed.add(key)
         colour = "red" if stop.reason in _RED else "yellow"
         body = Text(f"⚠ stopped: {key}", style=f"bold {colour}")
-        withheld = stop.detail.get("withheld_tool_calls")
-        if isinstance(withheld, list) and withheld:
-            names = ", ".join(str(name) for name in withheld)
+        withheld = names_in(stop.detail, "withheld_tool_calls")
+        if withheld:
+            names = ", ".join(withheld)
             body.append(f"\nwithheld tool calls (not run): {names}", style=colour)
         self.stop_waiting()
         self.end_text()
@@ -163,6 +180,8 @@ class Printer:
         elif kind is AgentEventType.MODEL_COMPLETED:
             self.stop_waiting()
             message = event.message
+            if message is not None and len(message.attempts) > 1:  # a fallback chain moved on
+                self.line(Text(fallback_line(message), style="dim"))
             if message is not None and not self.streamed:  # a non-streamed answer
                 if message.reasoning:
                     self.line(Text(message.reasoning, style="dim italic"))
@@ -182,7 +201,11 @@ class Printer:
             style = "red" if result.is_error else "green"
             self.line(Text.assemble(("   ↳ ", style), (content, style)))
             self.wait("Waiting for the model…")
-        elif kind in (AgentEventType.MODEL_STOPPED, AgentEventType.MAX_TURNS_REACHED):
+        elif kind in (
+            AgentEventType.MODEL_STOPPED,
+            AgentEventType.MAX_TURNS_REACHED,
+            AgentEventType.BUDGET_REACHED,
+        ):
             if event.stop is not None:
                 self.notice(event.stop)
         elif kind is AgentEventType.RUN_COMPLETED:

@@ -27,11 +27,14 @@ from zett_agent.cli.main import (
     EXIT_TABLE,
     AttemptTimeoutOption,
     ContinueOption,
+    MaxCostOption,
     MaxTokensOption,
+    MaxTotalTokensOption,
     MaxTurnsOption,
     McpOption,
     ModelOption,
     NewSessionOption,
+    ReasoningOption,
     RequireApprovalOption,
     SessionDbOption,
     SessionOption,
@@ -123,6 +126,12 @@ class RunOptions:
     yes: bool = False
     """``--yes``: approve every call that waits."""
     attempt_timeout: float | None = None
+    max_cost: float | None = None
+    """``--max-cost``: US dollars the run may spend (needs the 'prices' extra)."""
+    max_total_tokens: int | None = None
+    """``--max-total-tokens``: input plus output tokens the run may use."""
+    reasoning: str | None = None
+    """``--reasoning``: an effort level, or a thinking budget in tokens."""
 
 
 def validate_tool_choice(
@@ -195,6 +204,9 @@ def run(
     mcp: McpOption = None,
     require_approval: RequireApprovalOption = None,
     yes: YesOption = False,
+    max_cost: MaxCostOption = None,
+    max_total_tokens: MaxTotalTokensOption = None,
+    reasoning: ReasoningOption = None,
 ) -> None:
     offered = offered_tools(tools, tool_choice, mcp)
     text = prompt if prompt is not None else stdin_prompt()
@@ -218,6 +230,9 @@ def run(
         require_approval=tuple(require_approval or ()),
         yes=yes,
         attempt_timeout=attempt_timeout,
+        max_cost=max_cost,
+        max_total_tokens=max_total_tokens,
+        reasoning=reasoning,
     )
     raise typer.Exit(run_in_terminal(options))
 
@@ -327,11 +342,13 @@ async def open_agent(options: RunOptions, printer: Printer, name: str = "zett-ru
 
     model = _resolve(options)
     try:
-        printer.url = model.base_url if not getattr(model, "starts_server", False) else None
+        base_url = getattr(model, "base_url", None)
+        printer.url = base_url if not getattr(model, "starts_server", False) else None
         if getattr(model, "starts_server", False):
             printer.wait(f"Starting the local llama.cpp server ({model.name})…")
-        await model.ensure_ready()
-        printer.url = model.base_url
+        if hasattr(model, "ensure_ready"):
+            await model.ensure_ready()
+        printer.url = getattr(model, "base_url", None)
         printer.stop_waiting()
         config: dict[str, Any] = {
             "instructions": options.system,
@@ -342,6 +359,12 @@ async def open_agent(options: RunOptions, printer: Printer, name: str = "zett-ru
             config["max_tokens"] = options.max_tokens
         if options.max_turns is not None:
             config["max_turns"] = options.max_turns
+        config["max_cost"] = options.max_cost
+        config["max_total_tokens"] = options.max_total_tokens
+        config["cost"] = options.json_events  # --json records carry each answer's cost
+        if options.reasoning is not None:
+            level = options.reasoning
+            config["reasoning"] = int(level) if level.isdigit() else level
         return await create_agent(
             model, config=AgentRunConfig(name, **config), tools=list(options.tools)
         )
@@ -417,8 +440,15 @@ def _resolve(options: RunOptions) -> Any:
     from zett_agent.errors import ConfigError
     from zett_agent.models import resolve_model
 
-    timing = {} if options.attempt_timeout is None else {"attempt_timeout": options.attempt_timeout}
+    timing: dict[str, Any] = {}
+    if options.attempt_timeout is not None:
+        timing["attempt_timeout"] = options.attempt_timeout
     try:
+        if "," in options.model:  # a fallback chain, tried in order
+            from zett_agent.fallback import FallbackModel
+
+            parts = [part.strip() for part in options.model.split(",") if part.strip()]
+            return FallbackModel(parts, **timing)
         return resolve_model(options.model, **timing)
     except ConfigError as error:
         if options.model_variable is None:

@@ -126,7 +126,9 @@ def _last_answer(rows: list[Any]) -> tuple[str | None, list[str]]:
     waiting = [call.name for call in request.calls] if request is not None else []
     for message in reversed(entries):
         if isinstance(message, AssistantMessage):
-            return (message.stop.describe() if message.stop is not None else None), waiting
+            stop = message.stop
+            shown = stop.describe() if stop is not None and not stop.ok else None
+            return shown, waiting
     return None, waiting
 
 
@@ -191,7 +193,7 @@ def show(
                 out.print(Text.assemble(("assistant: ", "bold green"), message.text))
                 for call in message.tool_calls:
                     out.print(Text(f"  🔧 {call.name}({call.arguments})", style="cyan"))
-                if message.stop is not None:
+                if message.stop is not None and not message.stop.ok:  # abnormal only
                     colour = (
                         "red"
                         if message.stop.reason.value in ("refusal", "interrupted")

@@ -22,18 +22,30 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal, NamedTuple, TypeAlias
 
 from zett_agent.errors import (
+    ConfigError,
     ContextOverflowError,
     DecodeError,
     ProviderError,
     ProviderHTTPError,
+    RateLimitError,
     StreamError,
     looks_like_context_overflow,
 )
-from zett_agent.messages import AssistantMessage, Message, ToolCall, Usage
+from zett_agent.messages import AssistantMessage, Message, ModelAttempt, ToolCall, Usage
+from zett_agent.protocols.arguments import ArgumentText, Shape
 from zett_agent.stop import StopInfo, StopReason
-from zett_agent.vendors import Vendor, dig, match_http_refusal
+from zett_agent.vendors import (
+    ServerTool,
+    Vendor,
+    dig,
+    match_http_refusal,
+    rate_limit_fields,
+    reasoning_fields,
+    server_tool_fields,
+)
 
 __all__ = [
+    "AMBIGUOUS_TOOL_ARGUMENTS",
     "CUT_TOOL_CALLS",
     "Decoder",
     "ErrorFields",
@@ -49,10 +61,14 @@ __all__ = [
     "ToolCallDelta",
     "ToolSpec",
     "WireProtocol",
+    "add_settings",
     "apply_output_limit",
     "is_json_object",
     "load_json",
+    "merge_options",
+    "names_in",
     "parse_json",
+    "raw_value",
     "retry_after_seconds",
 ]
 
@@ -113,8 +129,15 @@ class ModelRequest:
     """One request to a model, before it is put in a provider's wire format.
 
     ``max_tokens`` is the output limit in tokens; ``extra_body`` is merged into
-    the JSON body last (provider-specific options); ``tool_choice`` is
-    ``"auto"``, ``"none"``, ``"required"`` or a tool name.
+    the JSON body last by :func:`merge_options` (provider-specific options; a key
+    the encoder wrote is never replaced); ``tool_choice`` is ``"auto"``,
+    ``"none"``, ``"required"`` or a tool name. ``reasoning``: an effort level
+    (``"none"`` ... ``"max"``) or a thinking budget in tokens, written as the
+    vendor row's ``reasoning`` says (:func:`zett_agent.vendors.reasoning_fields`).
+    ``server_tools``: provider-run tools declared beside ``tools``
+    (:class:`~zett_agent.vendors.ServerTool`). ``prompt_cache``: place cache
+    breakpoints where the protocol has them (Anthropic); ``prompt_cache_key``:
+    OpenAI's cache routing key (sent on rows that take it).
     """
 
     model: str
@@ -126,6 +149,10 @@ class ModelRequest:
     tool_choice: str | None = None
     stream: bool = True
     extra_body: dict[str, Any] = field(default_factory=dict)
+    reasoning: str | int | None = None
+    server_tools: Sequence[ServerTool] = ()
+    prompt_cache: bool = False
+    prompt_cache_key: str | None = None
 
     def sampling(
         self, *, max_tokens: str | None, stop: str | None, temperature: str = "temperature"
@@ -168,7 +195,10 @@ class ModelResponse:
     ``stop_info`` is always set (END_TURN and TOOL_USE included); ``stop`` is the
     value the runtime stores on the message: None for a normal end.
     ``provider_record`` is the provider's own record of the assistant message,
-    replayed unchanged to the same protocol.
+    replayed unchanged to the vendor and model that produced it (its ``origin``).
+    ``provider``: the vendor that answered, when the model client is not one
+    vendor (a :class:`~zett_agent.fallback.FallbackModel`); ``attempts``: what
+    each model of such a chain did, in order.
     """
 
     text: str
@@ -178,6 +208,8 @@ class ModelResponse:
     reasoning: str = ""
     model: str | None = None
     provider_record: Mapping[str, Any] | None = None
+    provider: str | None = None
+    attempts: tuple[ModelAttempt, ...] = ()
 
     @property
     def stop(self) -> StopInfo | None:
@@ -194,8 +226,9 @@ class ModelResponse:
             usage=self.usage,
             reasoning=self.reasoning,
             model=self.model,
-            provider=provider,
+            provider=self.provider or provider,
             provider_record=self.provider_record,
+            attempts=self.attempts,
         ).storable()
 
 
@@ -206,7 +239,7 @@ class _CallAccumulator:
         self.index = index
         self.id: str | None = None
         self.name: str | None = None
-        self.arguments = Pieces()
+        self.arguments = ArgumentText()
         self.closed: bool | None = None  # None: the wire does not say (see build)
 
 
@@ -304,6 +337,12 @@ class ResponseBuilder:
         if call is not None:
             call.closed = closed
 
+    def read_arguments(self, key: Hashable) -> tuple[str, Shape | None] | None:
+        """The argument text of call ``key`` as :meth:`tool_calls` reads it, and the
+        repeated shape found (None: no such call), for a decoder's provider record."""
+        call = self._calls.get(key)
+        return call.arguments.read() if call is not None else None
+
     def call_closed(self, key: Hashable) -> bool | None:
         """What :meth:`close_call` recorded for ``key`` (None: nothing, or no such call)."""
         call = self._calls.get(key)
@@ -332,14 +371,16 @@ class ResponseBuilder:
         return self._reasoning.join()
 
     def tool_calls(self, *, truncated: bool = False) -> tuple[ToolCall, ...]:
-        """The calls so far, in order. ``closed`` is what the wire said; a call it
-        said nothing about is closed, except under an output limit (``truncated``,
-        see :meth:`build`)."""
+        """The calls so far, in order, their arguments read as
+        :meth:`~zett_agent.protocols.arguments.ArgumentText.read` reads them (an
+        exact repeat or cumulative fragments give the arguments once). ``closed`` is
+        what the wire said; a call it said nothing about is closed, except under an
+        output limit (``truncated``, see :meth:`build`)."""
         calls = [
             ToolCall(
                 id=c.id or f"call_{c.index}",
                 name=c.name or "",
-                arguments=c.arguments.join() or "{}",
+                arguments=c.arguments.read()[0] or "{}",
                 closed=c.closed is not False,
             )
             for c in self._calls.values()
@@ -369,6 +410,12 @@ class ResponseBuilder:
           ``tool_use`` block with no ``content_block_stop`` under ``tool_use``) makes
           the answer broken: INTERRUPTED, raw kept, so no tool of it runs
           (ARCHITECTURE.md says why this reason);
+        * argument fragments that repeat themselves (:mod:`~zett_agent.protocols.arguments`):
+          an exact repeat or cumulative fragments give the arguments once, named in
+          ``detail["repeated_tool_arguments"]`` / ``["cumulative_tool_arguments"]``;
+          an ambiguous repeat (a complete JSON value followed by more) is never
+          guessed at: the answer is INTERRUPTED (raw kept, so the loop withholds its
+          calls) with ``detail["ambiguous_tool_arguments"]`` naming the calls;
         * the content decides between the normal ends (seed 003): END_TURN with
           tool calls is TOOL_USE, TOOL_USE without any is END_TURN (raw kept);
         * ``category`` is None for a normal end; for an abnormal stop without a
@@ -377,6 +424,9 @@ class ResponseBuilder:
         """
         calls = self.tool_calls(truncated=stop_info.truncated)
         stop_info = _with_cut_calls(stop_info, calls)
+        if self._calls:
+            shapes = [c.arguments.read()[1] for c in self._calls.values()]
+            stop_info = _with_shapes(stop_info, calls, shapes)
         if stop_info.ok:
             reason = StopReason.TOOL_USE if calls else StopReason.END_TURN
             if reason is not stop_info.reason or stop_info.category is not None:
@@ -398,6 +448,15 @@ CUT_TOOL_CALLS = "cut_tool_calls"
 """``StopInfo.detail`` key: the names of the calls the wire did not finish (in order)."""
 
 
+def names_in(detail: Mapping[str, Any], key: str) -> list[str]:
+    """The tool-call names listed under ``detail[key]`` (``withheld_tool_calls``,
+    ``cut_tool_calls``...): the strings of a list, nothing else. Provider text can
+    reach ``detail`` (Anthropic's ``stop_details`` fields), so a reader never walks
+    what it holds: a deep or odd value there gives no names rather than an error."""
+    value = detail.get(key)
+    return [name for name in value if isinstance(name, str)] if isinstance(value, list) else []
+
+
 def _with_cut_calls(info: StopInfo, calls: Sequence[ToolCall]) -> StopInfo:
     """``info`` naming the open calls; INTERRUPTED when a normal end left one open."""
     cut = [c.name for c in calls if not c.closed]
@@ -412,6 +471,38 @@ def _with_cut_calls(info: StopInfo, calls: Sequence[ToolCall]) -> StopInfo:
             detail={**info.detail, CUT_TOOL_CALLS: cut},
         )
     return info.with_detail(**{CUT_TOOL_CALLS: cut})
+
+
+AMBIGUOUS_TOOL_ARGUMENTS = "ambiguous_tool_arguments"
+"""``StopInfo.detail`` key: the calls whose argument fragments repeated in a way that
+cannot be read without guessing (their answer is INTERRUPTED, its calls withheld)."""
+
+_WITHHOLDING = frozenset({StopReason.REFUSAL, StopReason.INTERRUPTED})
+
+
+def _with_shapes(
+    info: StopInfo, calls: Sequence[ToolCall], shapes: Sequence[Shape | None]
+) -> StopInfo:
+    """``info`` naming the calls whose fragments repeated (``shapes``: each call's);
+    INTERRUPTED for an ambiguous one that would otherwise run (a cut call never runs
+    anyway)."""
+    detail: dict[str, list[str]] = {}
+    for call, shape in zip(calls, shapes, strict=True):
+        if shape is not None:
+            detail.setdefault(f"{shape}_tool_arguments", []).append(call.name)
+    if not detail:
+        return info
+    ambiguous = detail.get(AMBIGUOUS_TOOL_ARGUMENTS, [])
+    would_run = any(s == "ambiguous" and c.closed for c, s in zip(calls, shapes, strict=True))
+    if would_run and info.reason not in _WITHHOLDING:
+        return StopInfo(
+            StopReason.INTERRUPTED,
+            info.raw,
+            message="the provider sent tool-call arguments that repeat in a way that "
+            "cannot be read without guessing: " + ", ".join(ambiguous),
+            detail={**info.detail, **detail},
+        )
+    return info.with_detail(**detail)
 
 
 def apply_output_limit(response: ModelResponse, max_tokens: int | None) -> ModelResponse:
@@ -556,14 +647,32 @@ class Decoder(ABC):
             return self.builder.build(refusal)
         fields = self.error_fields(data)
         retry_after = retry_after_seconds(headers)
+        if retry_after is None:
+            retry_after = fields.retry_after
+        message = fields.message or f"HTTP {status}"
+        if status == 429:
+            reset_at, retry_after, quota = rate_limit_fields(
+                self.vendor, headers, data, retry_after
+            )
+            raise RateLimitError(
+                message,
+                provider=self.vendor.name,
+                status=status,
+                error_type=fields.error_type,
+                code=fields.code,
+                retry_after=retry_after,
+                body=data,
+                reset_at=reset_at,
+                quota_exhausted=quota,
+            )
         overflow = looks_like_context_overflow(status, fields.code, fields.message)
         raise (ContextOverflowError if overflow else ProviderHTTPError)(
-            fields.message or f"HTTP {status}",
+            message,
             provider=self.vendor.name,
             status=status,
             error_type=fields.error_type,
             code=fields.code,
-            retry_after=fields.retry_after if retry_after is None else retry_after,
+            retry_after=retry_after,
             body=data,
         )
 
@@ -664,6 +773,78 @@ def load_json(body: bytes | str) -> Any:
         raise DecodeError(f"body is not JSON: {text!r}") from error
 
 
+def add_settings(body: dict[str, Any], request: ModelRequest, vendor: Vendor) -> dict[str, Any]:
+    """Write the request's portable settings into ``body`` as ``vendor``'s row says:
+    ``reasoning`` (:func:`~zett_agent.vendors.reasoning_fields`, dotted paths into
+    nested objects), ``server_tools`` after the agent's own tools
+    (:func:`~zett_agent.vendors.server_tool_fields`), and ``prompt_cache_key`` on
+    rows that take it. Raises :class:`~zett_agent.errors.ConfigError` for a
+    setting the row does not have. Every protocol calls it, then
+    :func:`merge_options`."""
+    if request.reasoning is not None:
+        for path, value in reasoning_fields(vendor, request.reasoning).items():
+            *parents, leaf = path.split(".")
+            node = body
+            for part in parents:
+                node = node.setdefault(part, {})
+            node[leaf] = value
+    for tool in request.server_tools:
+        shape = server_tool_fields(vendor, tool)
+        if shape.append:
+            body[shape.field] = [*body.get(shape.field, ()), shape.entry]
+        elif shape.field in body:
+            raise ConfigError(f"server tool {tool.kind!r} is declared twice")
+        else:
+            body[shape.field] = shape.entry
+    if request.prompt_cache_key and vendor.prompt_cache_key:
+        body["prompt_cache_key"] = request.prompt_cache_key
+    return body
+
+
+def merge_options(
+    body: dict[str, Any], options: Mapping[str, Any], nested: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """``body`` (what an encoder wrote) with ``options`` (``model_options``,
+    ``ModelRequest.extra_body``) merged in; every protocol calls it last.
+
+    A key the encoder did not write is added as given. A key in ``nested`` (the
+    protocol's documented nested objects: Gemini ``generationConfig``, Anthropic
+    ``output_config``, Responses ``reasoning``...) holding an object on both sides
+    is merged key by key, and so are objects inside it. Any other key the
+    encoder wrote (messages, tools, the output limit, a structured-output format,
+    what a reasoning or cache setting wrote) may only be given again with the
+    same value: a different one raises :class:`~zett_agent.errors.ConfigError`
+    naming it, before anything is sent, so ``model_options`` can never replace
+    the agent's tools or a setting zett made. ``body`` is changed in place and
+    returned.
+    """
+    _merge(body, options, nested, "")
+    return body
+
+
+def _merge(
+    body: dict[str, Any], options: Mapping[str, Any], nested: frozenset[str], at: str
+) -> None:
+    for key, value in options.items():
+        path = f"{at}.{key}" if at else key
+        if key not in body:
+            body[key] = value
+        elif (at or key in nested) and isinstance(body[key], dict) and isinstance(value, Mapping):
+            body[key] = dict(body[key])
+            _merge(body[key], value, nested, path)
+        elif body[key] != value:
+            raise ConfigError(
+                f"model_options[{path!r}] clashes with what zett writes there "
+                f"({_short(body[key])}); use the agent's own setting for it "
+                "(tools, max_tokens, reasoning, server_tools...) or leave it out"
+            )
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 _raw_decode = json.JSONDecoder().raw_decode
 
 
@@ -723,6 +904,18 @@ def stop(
 def as_text(value: Any) -> str | None:
     """``value`` if it is a non-empty string, else None."""
     return value if isinstance(value, str) and value else None
+
+
+def raw_value(value: Any) -> str | None:
+    """A provider's stop value as ``StopInfo.raw`` keeps it: a non-empty string as it
+    is; a number or a boolean as its JSON text (``42`` -> ``"42"``, seed 001: a value
+    no table knows is OTHER "with the original kept"); None for anything else
+    (absent, null, empty, an object or an array)."""
+    if type(value) is str:
+        return value or None
+    if type(value) in (int, float, bool):
+        return json.dumps(value)
+    return None
 
 
 # JSON-shape accessors: json.loads makes only dict, list, str, int, float, bool and

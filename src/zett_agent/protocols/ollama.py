@@ -39,12 +39,15 @@ from zett_agent.protocols.base import (
     ModelResponse,
     StreamEvent,
     WireProtocol,
+    add_settings,
     as_dict,
     as_int,
     as_list,
     as_text,
     load_json,
+    merge_options,
     parse_json,
+    raw_value,
     stop,
 )
 from zett_agent.stop import StopReason
@@ -54,6 +57,11 @@ __all__ = ["OllamaChat"]
 
 _R = StopReason
 _DONE = {"stop": _R.END_TURN, "length": _R.MAX_OUTPUT}
+
+
+NESTED_OPTIONS = frozenset({"options"})
+"""Ollama's ``options`` object:
+``model_options`` inside them is merged key by key (``base.merge_options``)."""
 
 
 class OllamaChat(WireProtocol):
@@ -92,7 +100,8 @@ class OllamaChat(WireProtocol):
         options = request.sampling(max_tokens="num_predict", stop="stop")
         if options:
             body["options"] = options
-        body.update(request.extra_body)
+        add_settings(body, request, vendor)
+        merge_options(body, request.extra_body, NESTED_OPTIONS)
         return HTTPRequest("/api/chat", body, "ndjson" if request.stream else "json")
 
     def decoder(self, vendor: Vendor) -> Decoder:
@@ -174,8 +183,7 @@ class OllamaDecoder(Decoder):
             )
         if self.final is None:
             return self.build(stop(_R.INTERRUPTED, detail={"incomplete_stream": True}))
-        raw = self.final.get("done_reason")
-        raw = str(raw) if raw is not None and raw != "" else None
+        raw = raw_value(self.final.get("done_reason"))
         reason = _R.END_TURN if raw is None else self.reason_for(raw, _DONE)
         return self.build(stop(reason, raw))  # stop with tool calls is TOOL_USE: see build
 

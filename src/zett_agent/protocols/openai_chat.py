@@ -55,10 +55,13 @@ from zett_agent.protocols.base import (
     ModelResponse,
     StreamEvent,
     WireProtocol,
+    add_settings,
     as_code,
     as_int,
     as_text,
+    merge_options,
     parse_json,
+    raw_value,
     stop,
 )
 from zett_agent.stop import StopInfo, StopReason
@@ -95,6 +98,12 @@ _KEEP_OVER_ERROR = frozenset({_R.MAX_OUTPUT, _R.CONTEXT_FULL, _R.REFUSAL})
 # ---------------------------------------------------------------- request
 
 
+NESTED_OPTIONS = frozenset({"stream_options", "reasoning", "thinking", "web_search_options"})
+"""Chat's nested objects (``stream_options``, OpenRouter ``reasoning``, DeepSeek/GLM
+``thinking``, ``web_search_options``):
+``model_options`` inside them is merged key by key (``base.merge_options``)."""
+
+
 class OpenAIChat(WireProtocol):
     """The OpenAI Chat Completions wire protocol."""
 
@@ -119,7 +128,8 @@ class OpenAIChat(WireProtocol):
                 else {"type": "function", "function": {"name": request.tool_choice}}
             )
         body.update(request.sampling(max_tokens="max_tokens", stop="stop"))
-        body.update(request.extra_body)
+        add_settings(body, request, vendor)
+        merge_options(body, request.extra_body, NESTED_OPTIONS)
         return HTTPRequest("/chat/completions", body, "sse" if request.stream else "json")
 
     def decoder(self, vendor: Vendor) -> OpenAIChatDecoder:
@@ -303,11 +313,11 @@ class OpenAIChatDecoder(Decoder):
         else:
             events = []
         finish = choice.get("finish_reason")
-        if finish and type(finish) is str:
-            self._finish = finish
+        if finish is not None:
+            self._finish = raw_value(finish) or self._finish  # 42 is kept as "42"
         if "native_finish_reason" in choice:
             self._has_native = True
-            self._native = as_text(choice.get("native_finish_reason")) or self._native
+            self._native = raw_value(choice.get("native_finish_reason")) or self._native
         results = choice.get("content_filter_results")
         if results and type(results) is dict:
             self._filter_results = dict(results)
@@ -512,6 +522,8 @@ def _usage(value: Any) -> Usage | None:
         if cached is not None
         else as_int(value.get("prompt_cache_hit_tokens")),
         reasoning_tokens=as_int(dig(value, "completion_tokens_details.reasoning_tokens")),
+        # OpenRouter's usage accounting reports cache writes here
+        cache_write_tokens=as_int(dig(value, "prompt_tokens_details.cache_write_tokens")),
     )
     return None if usage == Usage() else usage
 

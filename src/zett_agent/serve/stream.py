@@ -98,7 +98,7 @@ a length limit to the SDK (its providers map Anthropic's
 ``max_turns``) have no SDK value: ``"other"``. A run that failed with an error sends
 ``"error"``; a cancelled one sends ``abort``, no ``finish``."""
 
-_WITHOUT_STEP = frozenset({AgentEventType.MAX_TURNS_REACHED})
+_WITHOUT_STEP = frozenset({AgentEventType.MAX_TURNS_REACHED, AgentEventType.BUDGET_REACHED})
 
 
 def finish_reason(stop: StopInfo | None) -> str:
@@ -216,7 +216,11 @@ class UIMessageStream:
                 out += self._reasoning(event.text)
             case AgentEventType.MODEL_COMPLETED if event.message is not None:
                 out += self._completed(event.message)
-            case AgentEventType.MODEL_STOPPED | AgentEventType.MAX_TURNS_REACHED:
+            case (
+                AgentEventType.MODEL_STOPPED
+                | AgentEventType.MAX_TURNS_REACHED
+                | AgentEventType.BUDGET_REACHED
+            ):
                 if event.stop is not None:
                     out.append({"type": "data-stop", "data": stop_data(event.stop)})
             case AgentEventType.TOOL_CALL_COMPLETED if event.tool_result is not None:

@@ -13,7 +13,12 @@ A session is an append-only list of rows, one per complete message, numbered
       :mod:`zett_agent.approvals`); :meth:`SessionStore.load` leaves them out
 3     the current form (one version for every row kind and field added in
       this release): ``tool_started`` records, written just before a tool
-      call is entered (:mod:`zett_agent.tools.outcomes`)
+      call is entered (:mod:`zett_agent.tools.outcomes`); an assistant
+      message may also hold ``attempts`` (a fallback chain's
+      :class:`~zett_agent.messages.ModelAttempt` list), ``cost`` (``{"usd",
+      "unknown"}``), ``usage.cache_write_tokens``, and a provider record's
+      ``origin`` (``{"provider", "model"}``); rows without them load with the
+      defaults (empty, None)
 ====  ===================================================================
 
 Records (rows that are not messages, :mod:`zett_agent.records`) are never sent to

@@ -1,0 +1,80 @@
+"""Request bodies checked against the official SDKs' own types (installed pinned in
+the dev extra as documentation; ``src/`` never imports them): a TypedDict is
+validated with pydantic (literals, nested shapes, required keys) and its top-level
+keys must all be ones the SDK declares."""
+
+from __future__ import annotations
+
+from typing import Any, get_type_hints
+
+from pydantic import TypeAdapter
+
+
+def conforms(body: dict[str, Any], params: Any) -> None:
+    """Raise AssertionError / ValidationError unless ``body`` fits the SDK type ``params``."""
+    unknown = set(body) - set(get_type_hints(params))
+    assert not unknown, f"keys the SDK does not declare: {sorted(unknown)}"
+    TypeAdapter(params).validate_python(body)
+
+
+def anthropic_params(body: dict[str, Any]) -> None:
+    from anthropic.types.message_create_params import (
+        MessageCreateParamsNonStreaming,
+        MessageCreateParamsStreaming,
+    )
+
+    conforms(
+        body,
+        MessageCreateParamsStreaming if body.get("stream") else MessageCreateParamsNonStreaming,
+    )
+
+
+def openai_chat_params(body: dict[str, Any]) -> None:
+    from openai.types.chat.completion_create_params import (
+        CompletionCreateParamsNonStreaming,
+        CompletionCreateParamsStreaming,
+    )
+
+    conforms(
+        body,
+        CompletionCreateParamsStreaming
+        if body.get("stream")
+        else CompletionCreateParamsNonStreaming,
+    )
+
+
+def openai_responses_params(body: dict[str, Any]) -> None:
+    from openai.types.responses.response_create_params import (
+        ResponseCreateParamsNonStreaming,
+        ResponseCreateParamsStreaming,
+    )
+
+    conforms(
+        body,
+        ResponseCreateParamsStreaming if body.get("stream") else ResponseCreateParamsNonStreaming,
+    )
+
+
+def gemini_params(body: dict[str, Any]) -> None:
+    """Gemini REST bodies (camelCase): each part through google-genai's models, which
+    forbid unknown fields."""
+    from google.genai import types
+
+    known = {"contents", "systemInstruction", "tools", "toolConfig", "generationConfig"}
+    assert set(body) <= known, sorted(set(body) - known)
+    for content in body["contents"]:
+        types.Content.model_validate(content)
+    for tool in body.get("tools", []):
+        types.Tool.model_validate(tool)
+    if "generationConfig" in body:
+        types.GenerationConfig.model_validate(body["generationConfig"])
+    if "toolConfig" in body:
+        types.ToolConfig.model_validate(body["toolConfig"])
+
+
+CHECKS = {
+    "anthropic": anthropic_params,
+    "openai-chat": openai_chat_params,
+    "openai-responses": openai_responses_params,
+    "gemini": gemini_params,
+}

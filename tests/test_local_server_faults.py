@@ -158,3 +158,34 @@ async def test_the_server_binds_a_port_itself_and_zett_reads_it(
         for model in models:
             await model.aclose()
     assert all(not model.server_running for model in models)
+
+
+def _weather_call() -> Reply:
+    call = {"index": 0, "id": "call_1", "type": "function",
+            "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}  # fmt: skip
+    return Reply.sse([(None, _chunk({"tool_calls": [call]})), (None, _chunk({}, "tool_calls")),
+                      (None, "[DONE]")])  # fmt: skip
+
+
+@pytest.mark.parametrize("one_round", [True, False])
+async def test_under_auto_one_round_of_tools_then_the_answer(one_round: bool) -> None:
+    """Shown tools after their results, SmolLM2 calls them again on nearly every
+    turn: after one round the local model is asked for text (``none``) unless told
+    to keep ``auto``."""
+    from zett_agent import AgentRunConfig, create_agent
+
+    replies = [_weather_call(), _text("Rainy.")] if one_round else [_weather_call()] * 3
+    with ReplayServer(replies) as fake:
+        model = LocalLlamaModel("smollm2", base_url=fake.url, one_tool_round=one_round)
+        config = AgentRunConfig("t", tool_choice="auto", max_turns=3)
+        agent = await create_agent(model, config=config, tools=[get_weather])
+        try:
+            message = await agent.run("Weather in Paris?")
+        finally:
+            await agent.aclose()
+        choices = [r.json.get("tool_choice") for r in fake.requests]
+    if one_round:
+        assert choices == ["auto", "none"] and message.text == "Rainy."
+    else:
+        assert choices == ["auto", "auto", "auto"]  # to max_turns
+        assert message.stop is not None and message.stop.raw == "max_turns"

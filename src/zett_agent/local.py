@@ -48,6 +48,12 @@ handled here rather than hidden:
   the answer is always empty. Such an empty answer (no text, no tool call, a
   normal end) is asked again with ``tool_choice="none"``: the model's choice was
   text, and that request lets it write it.
+* under ``"auto"`` the server writes a chosen tool's arguments without
+  ``max_tokens`` (up to the window), and SmolLM2 shown tools after their results
+  calls them again on nearly every turn (until ``max_turns``). So once tool results
+  answer the last user message, a request under ``"auto"`` is sent with ``"none"``:
+  one round of tools per user message, then the answer in text
+  (``one_tool_round=False`` keeps ``"auto"``). A named tool choice gets the limit.
 * ``tool_choice="required"`` is not supported by the server's chat format: it
   is sent as the one tool's name when one tool is offered, and raises
   :class:`ConfigError` before any request otherwise.
@@ -83,6 +89,7 @@ import anyio
 import httpx
 
 from zett_agent.errors import ConfigError, ProviderError, TransportError
+from zett_agent.messages import ToolResultMessage
 from zett_agent.models import Model
 from zett_agent.protocols.base import (
     Decoder,
@@ -233,6 +240,8 @@ class LocalLlamaModel(Model):
         max_tokens: output limit of a request that sets none, in tokens
             (default: ``ZETT_LLAMACPP_MAX_TOKENS``, else
             :data:`DEFAULT_LOCAL_MAX_TOKENS`).
+        one_tool_round: under ``tool_choice="auto"``, ask for text once tool
+            results answer the last user message (module docstring).
         n_threads: CPU threads of the started server (default: :func:`default_threads`).
         startup_timeout: seconds to wait for the started server to answer.
         server_args: extra command-line arguments for ``llama_cpp.server``.
@@ -252,6 +261,7 @@ class LocalLlamaModel(Model):
         model_path: str | os.PathLike[str] | None = None,
         n_ctx: int | None = None,
         max_tokens: int | None = None,
+        one_tool_round: bool = True,
         n_threads: int | None = None,
         startup_timeout: float = 120.0,
         server_args: Sequence[str] = (),
@@ -270,6 +280,7 @@ class LocalLlamaModel(Model):
         self.default_max_tokens = max_tokens or _env_int(
             "ZETT_LLAMACPP_MAX_TOKENS", DEFAULT_LOCAL_MAX_TOKENS
         )
+        self.one_tool_round = one_tool_round
         self.n_threads = n_threads or default_threads()
         self.startup_timeout = startup_timeout
         self.server_args = tuple(server_args)
@@ -467,6 +478,7 @@ class LocalLlamaModel(Model):
     ) -> AsyncGenerator[StreamEvent | ModelResponse, None]:
         """As :meth:`Model.stream`, with the server's faults handled (module
         docstring): a request without ``max_tokens`` gets :attr:`default_max_tokens`;
+        under ``"auto"`` a request that follows tool results is sent with ``"none"``;
         a streamed request that ends before any output is sent again
         non-streaming; an empty answer under ``tool_choice="auto"`` is asked again
         with ``"none"``; ``tool_choice="required"`` becomes the one offered tool's
@@ -474,6 +486,13 @@ class LocalLlamaModel(Model):
         or the context window). Raises :class:`ConfigError` for ``"required"`` with
         several tools."""
         request = self._supported(request)
+        if (
+            self.one_tool_round
+            and request.tool_choice == "auto"
+            and request.messages
+            and isinstance(request.messages[-1], ToolResultMessage)
+        ):  # the tools answered the user's message: now the answer, in text
+            request = replace(request, tool_choice="none")
         defaulted = request.max_tokens is None
         if defaulted:
             request = replace(request, max_tokens=self.default_max_tokens)

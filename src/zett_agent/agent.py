@@ -71,7 +71,7 @@ are kept by :mod:`zett_agent.conversation`, its recoveries by
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -86,6 +86,7 @@ from zett_agent.models import ModelClient, resolve_model
 from zett_agent.output import OutputMode, output_type_of
 from zett_agent.resume import CONTINUE_PROMPT, ResumePlan, plan_resume
 from zett_agent.structured import DEFAULT_OUTPUT_RETRIES, OutputValidator, StructuredRun
+from zett_agent.sync import iterate_sync, run_sync
 from zett_agent.tools.approvals import (
     ApprovalPolicy,
     ApprovalRequest,
@@ -103,7 +104,7 @@ from zett_agent.tools.gate import (
 from zett_agent.tools.outcomes import ToolJournal
 from zett_agent.vendors import ServerTool
 
-__all__ = ["MAX_TURNS_RAW", "Agent", "AgentRunConfig", "Step", "create_agent"]
+__all__ = ["MAX_TURNS_RAW", "Agent", "AgentRunConfig", "Step", "create_agent", "create_agent_sync"]
 
 _E = AgentEventType
 
@@ -246,6 +247,36 @@ class Agent:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+    # ------------------------------------------------------------ the sync API
+
+    def run_sync(self, prompt: str | None, **options: Any) -> AssistantMessage:
+        """:meth:`run` for code without an event loop (or inside one it must not
+        block on, a notebook's): run on the process's private loop thread
+        (:mod:`zett_agent.sync`); the same result, stops and exceptions. Ctrl-C
+        cancels the run (the answer so far stored as INTERRUPTED) and raises
+        ``KeyboardInterrupt``."""
+        return run_sync(lambda: self.run(prompt, **options))
+
+    def stream_sync(self, prompt: str | None, **options: Any) -> Iterator[AgentEvent]:
+        """:meth:`stream` as a plain iterator of the same events (on the private
+        loop thread); leaving it early closes the run as closing the async stream
+        does."""
+        return iterate_sync(lambda: self.stream(prompt, **options))
+
+    def resume_sync(self, **options: Any) -> AssistantMessage:
+        """:meth:`resume` on the private loop thread."""
+        return run_sync(lambda: self.resume(**options))
+
+    def close_sync(self) -> None:
+        """:meth:`aclose` on the private loop thread (where the sync calls ran)."""
+        run_sync(self.aclose)
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close_sync()
 
     async def run(
         self,
@@ -474,6 +505,17 @@ async def create_agent(
     """
     resolved = resolve_model(model, **model_options) if isinstance(model, str) else model
     return Agent(resolved, config, tools, extensions, output_type=output_type)
+
+
+def create_agent_sync(
+    model: ModelClient | str,
+    config: AgentRunConfig | None = None,
+    **options: Any,
+) -> Agent:
+    """:func:`create_agent` for code without an event loop; the agent is made on
+    the private loop thread its ``*_sync`` calls run on (:mod:`zett_agent.sync`).
+    ``with create_agent_sync(...) as agent:`` closes it at the end."""
+    return run_sync(lambda: create_agent(model, config, **options))
 
 
 def _continued_text(messages: Sequence[Message], plan: ResumePlan) -> str:

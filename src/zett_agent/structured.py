@@ -51,8 +51,9 @@ loop takes them out of the answer before the gate screens it
 (:meth:`StructuredRun.output_calls`) and answers them itself (an error result
 with the validation errors, or "accepted"). The request forces the output tool
 when it offers nothing else (``tool_choice`` = its name), else asks for
-``"required"`` (a function tool or the output tool); with the host's
-``tool_choice="none"`` only the output tools are offered. A call of another
+``"required"`` (a function tool or the output tool); a ``tool_choice`` the host
+set stays (``"auto"``: a text answer that validates is accepted too); with the
+host's ``tool_choice="none"`` only the output tools are offered. A call of another
 offered tool while the output tool is forced is not allowed by the request: the
 gate's rule 1 answers it "not run". Never a forced tool together with extended
 thinking where the protocol rejects it
@@ -198,7 +199,7 @@ class StructuredRun:
         choice = request.tool_choice
         if choice == "none":
             tools, choice = [], None  # only the output tools are offered
-        if choice in (None, "auto", "required"):
+        if choice is None:  # the output must come: the one output tool, or some tool
             choice = specs[0].name if not tools and len(specs) == 1 else "required"
         rows = vendors_of(model) or []
         if not all(forced_tool_allowed(v, request.reasoning) for v in rows):

@@ -117,9 +117,7 @@ async def run(
     events: list[Any] = []
     error: BaseException | None = None
     with ReplayServer(replies) as server:
-        model = Model(
-            vendor or wire.vendor, "m", base_url=server.url, api_key="k", stream=streamed
-        )
+        model = Model(vendor or wire.vendor, "m", base_url=server.url, api_key="k", stream=streamed)
         agent = await create_agent(model, config, output_type=City)
         try:
             with anyio.move_on_after(cancel_after if cancel_after is not None else 60):
@@ -257,7 +255,10 @@ HTTP 403 is a vendor row like any other (``http_refusals``)."""
 async def test_no_retry_on_a_refusal(wire: Wire, streamed: bool) -> None:
     vendor: Vendor | None = None
     if wire.protocol == "ollama":
-        first, vendor = Reply.file(HERE / "ollama__structured_refusal_403.json", 403), OLLAMA_GATEWAY
+        first, vendor = (
+            Reply.file(HERE / "ollama__structured_refusal_403.json", 403),
+            OLLAMA_GATEWAY,
+        )
     else:
         first = recorded(wire, "refusal", streamed)
     out = await run(wire, [first, recorded(wire, "ok", streamed)], streamed, vendor=vendor)
@@ -269,7 +270,9 @@ async def test_no_retry_when_the_context_is_full(wire: Wire, streamed: bool) -> 
     ok = recorded(wire, "ok", streamed)
     if wire.protocol in ("anthropic", "openai-chat"):  # a stop value on these wires
         vendor = "glm" if wire.protocol == "openai-chat" else None
-        out = await run(wire, [recorded(wire, "context_full", streamed), ok], streamed, vendor=vendor)
+        out = await run(
+            wire, [recorded(wire, "context_full", streamed), ok], streamed, vendor=vendor
+        )
         assert_no_retry(out, StopReason.CONTEXT_FULL)
         return
     # the others say it with an HTTP 400 before any output: raised, never retried

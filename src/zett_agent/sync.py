@@ -31,10 +31,10 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
-import contextlib
 import os
+import queue
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 __all__ = ["CANCEL_GRACE", "iterate_sync", "loop_thread", "run_sync"]
@@ -135,29 +135,77 @@ def _wait(future: concurrent.futures.Future[_T], finished: threading.Event) -> _
 
 
 def iterate_sync(make: Callable[[], AsyncIterator[_T]]) -> Iterator[_T]:
-    """The items of the async iterator ``make()`` returns (made on the private
-    loop), one ``*_sync`` wait per item. Closing this iterator early (``break``)
-    or Ctrl-C closes or cancels the async one on the loop first."""
-    holder: list[AsyncIterator[_T]] = []
+    """The items of the async iterator ``make()`` returns, as a plain iterator.
 
-    async def first() -> _T:
-        holder.append(make())
-        return await anext(holder[0])
+    One task on the private loop makes the async iterator and drives it to its end
+    (cancel scopes and locks held across its ``yield`` must stay in one task), one
+    item each time this iterator is asked for the next; items are handed over
+    through a thread-safe queue. Closing this iterator early (``break``) closes
+    the async one in that task (``aclose``); Ctrl-C cancels the task and waits
+    for its cleanup, then raises ``KeyboardInterrupt``."""
+    if _LOOP.in_loop_thread():
+        raise RuntimeError(
+            "a *_sync call inside the zett-agent sync loop would wait on itself; "
+            "iterate the async stream instead"
+        )
+    loop = _LOOP.loop()
+    handed: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+    finished = threading.Event()
+    asked: list[asyncio.Event] = []
+    closing = False
 
-    async def following() -> _T:
-        return await anext(holder[0])
+    async def pump() -> None:
+        wanted = asyncio.Event()
+        asked.append(wanted)
+        handed.put(("ready", None))
+        source = make()
+        try:
+            while True:
+                await wanted.wait()
+                wanted.clear()
+                if closing:
+                    return
+                try:
+                    item = await anext(source)
+                except StopAsyncIteration:
+                    handed.put(("end", None))
+                    return
+                except BaseException as error:
+                    handed.put(("error", error))
+                    raise
+                handed.put(("item", item))
+        finally:
+            close = getattr(source, "aclose", None)
+            if close is not None:
+                await close()
+            finished.set()
 
-    step: Callable[[], Coroutine[Any, Any, _T]] = first
+    future = asyncio.run_coroutine_threadsafe(pump(), loop)
+    _take(handed, future, finished)  # "ready": the task's event exists
     try:
         while True:
-            try:
-                item = run_sync(step)
-            except StopAsyncIteration:
+            loop.call_soon_threadsafe(asked[0].set)
+            kind, value = _take(handed, future, finished)
+            if kind == "end":
                 return
-            step = following
-            yield item
+            if kind == "error":
+                raise value
+            yield value
     finally:
-        close = getattr(holder[0], "aclose", None) if holder else None
-        if close is not None:
-            with contextlib.suppress(RuntimeError):  # still running after a long cancel
-                run_sync(close)
+        if not future.done():
+            closing = True
+            loop.call_soon_threadsafe(asked[0].set)
+            finished.wait(CANCEL_GRACE)
+
+
+def _take(
+    handed: queue.SimpleQueue[tuple[str, Any]],
+    future: concurrent.futures.Future[None],
+    finished: threading.Event,
+) -> tuple[str, Any]:
+    try:
+        return handed.get()
+    except KeyboardInterrupt:
+        future.cancel()  # cancels the task: the run stores what it received
+        finished.wait(CANCEL_GRACE)
+        raise

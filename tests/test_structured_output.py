@@ -262,7 +262,7 @@ async def test_no_retry_on_a_refusal(wire: Wire, streamed: bool) -> None:
     else:
         first = recorded(wire, "refusal", streamed)
     out = await run(wire, [first, recorded(wire, "ok", streamed)], streamed, vendor=vendor)
-    message = assert_no_retry(out, StopReason.REFUSAL)
+    assert_no_retry(out, StopReason.REFUSAL)
     assert AgentEventType.MODEL_STOPPED in out.kinds()
 
 

@@ -12,11 +12,11 @@ from pydantic import BaseModel
 
 pytest.importorskip("starlette")
 
-from zett_agent import AgentClient, create_agent  # noqa: E402
-from zett_agent.serve.history import ui_messages  # noqa: E402
-from zett_agent.serve.stream import UIMessageStream  # noqa: E402
-from zett_agent.testing import ScriptedModel  # noqa: E402
-from zett_agent.testing.scripted import reply  # noqa: E402
+from zett_agent import AgentClient, create_agent
+from zett_agent.serve.history import ui_messages
+from zett_agent.serve.stream import UIMessageStream
+from zett_agent.testing import ScriptedModel
+from zett_agent.testing.scripted import reply
 
 OK = '{"name": "Paris", "population": 2102650}'
 

@@ -22,7 +22,6 @@ from pydantic import BaseModel
 from faults.wire import WIRES
 from zett_agent import (
     AgentClient,
-    AgentEventDispatcher,
     AgentEventType,
     Model,
     OutputValidationError,
@@ -188,8 +187,9 @@ with ReplayServer([stalled]) as server:
         print(json.dumps({"finished": True}), flush=True)
     except KeyboardInterrupt:
         last = client.messages_sync("s")[-1]
-        print(json.dumps({"reason": last.stop.reason, "cancelled": last.stop.detail.get("cancelled"),
-                          "text": last.text}), flush=True)
+        stop = last.stop
+        found = {"reason": stop.reason, "cancelled": stop.detail.get("cancelled"), "text": last.text}
+        print(json.dumps(found), flush=True)
 """
 
 

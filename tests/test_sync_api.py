@@ -188,7 +188,8 @@ with ReplayServer([stalled]) as server:
     except KeyboardInterrupt:
         last = client.messages_sync("s")[-1]
         stop = last.stop
-        found = {"reason": stop.reason, "cancelled": stop.detail.get("cancelled"), "text": last.text}
+        found = {"reason": stop.reason, "text": last.text}
+        found["cancelled"] = stop.detail.get("cancelled")
         print(json.dumps(found), flush=True)
 """
 

@@ -273,7 +273,6 @@ def gemini() -> dict[str, bytes | dict[str, Any] | list[Any]]:
 
 
 # ---------------------------------------------------------------- Ollama
-O = WIRES["ollama"]
 
 
 def ollama_lines(text: str, reason: str) -> list[dict[str, Any]]:

@@ -105,6 +105,20 @@ def _fallback_route(request: Any) -> Reply:
     ])  # fmt: skip
 
 
+def _llamacpp_json(text: str) -> Reply:
+    """llama.cpp's server answering ``text`` (a JSON object) in full."""
+    chunk = {"id": "c", "object": "chat.completion.chunk", "model": "smollm2",
+             "choices": [{"index": 0, "delta": {"role": "assistant", "content": text},
+                          "finish_reason": "stop"}]}  # fmt: skip
+    return Reply.sse([(None, chunk), (None, "[DONE]")])
+
+
+def _check_typed(server: ReplayServer) -> None:
+    body = server.requests[0].json
+    assert body["response_format"]["type"] == "json_object", body
+    assert set(body["response_format"]["schema"]["properties"]) == {"name", "population"}
+
+
 def _check_server_tools(server: ReplayServer) -> None:
     kinds = [tool["type"] for tool in server.requests[0].json["tools"]]
     assert kinds == ["web_search_20250305", "code_execution_20250825"], kinds
@@ -117,7 +131,7 @@ def _need_everything() -> None:
 
 
 CASES = [
-    Case("llamacpp:smollm2", lambda: [_llamacpp_cut()], "max_output length None"),
+    Case('create_agent("llamacpp:smollm2"', lambda: [_llamacpp_cut()], "max_output length None"),
     Case("agent.stream(", lambda: [Reply.file(REFUSAL)], "⚠ refusal"),
     Case(
         "MCPTools(servers)",
@@ -155,6 +169,12 @@ CASES = [
         "openai gpt-5\nanthropic claude-sonnet-4-5 failed",
         _check_fallback,
         route=_fallback_route,
+    ),
+    Case(
+        'create_agent_sync("llamacpp:smollm2"',  # on the real model: test_structured_local.py
+        lambda: [_llamacpp_json('{"name": "Paris", "population": 2100000}')],
+        "name='Paris' population=2100000",
+        _check_typed,
     ),
     Case(
         "ServerTool.web_search(max_uses=3)",

@@ -10,10 +10,11 @@ session (``--session ID`` continues one; see ``zett sessions``).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,6 +133,9 @@ class RunOptions:
     """``--max-total-tokens``: input plus output tokens the run may use."""
     reasoning: str | None = None
     """``--reasoning``: an effort level, or a thinking budget in tokens."""
+    output_schema: Mapping[str, Any] | None = None
+    """``--output-schema``: the JSON schema the answer must match (its validated
+    JSON is printed on stdout; validation failures past the retries exit 1)."""
 
 
 def validate_tool_choice(
@@ -207,8 +211,17 @@ def run(
     max_cost: MaxCostOption = None,
     max_total_tokens: MaxTotalTokensOption = None,
     reasoning: ReasoningOption = None,
+    output_schema: Annotated[
+        Path | None,
+        typer.Option(
+            help="A JSON schema file: the answer must match it (native structured output, "
+            "or a forced tool); stdout gets the validated JSON. Exit 1 when it stays "
+            "invalid after a retry.",
+        ),
+    ] = None,
 ) -> None:
     offered = offered_tools(tools, tool_choice, mcp)
+    schema = _read_schema(output_schema) if output_schema is not None else None
     text = prompt if prompt is not None else stdin_prompt()
     if not text or not text.strip():
         raise typer.BadParameter("give a PROMPT or pipe one on stdin", param_hint="PROMPT")
@@ -233,6 +246,7 @@ def run(
         max_cost=max_cost,
         max_total_tokens=max_total_tokens,
         reasoning=reasoning,
+        output_schema=schema,
     )
     raise typer.Exit(run_in_terminal(options))
 
@@ -250,6 +264,17 @@ def offered_tools(
         raise typer.BadParameter(str(error), param_hint="--tools") from None
     validate_tool_choice(tool_choice, offered, tuple(mcp or ()))
     return offered
+
+
+def _read_schema(path: Path) -> dict[str, Any]:
+    """The JSON schema object in ``path``; a bad file is a usage error (exit 2)."""
+    try:
+        schema = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise typer.BadParameter(f"{path}: {error}", param_hint="--output-schema") from None
+    if not isinstance(schema, dict):
+        raise typer.BadParameter(f"{path}: not a JSON object", param_hint="--output-schema")
+    return schema
 
 
 def model_variable(ctx: typer.Context) -> str | None:
@@ -366,7 +391,10 @@ async def open_agent(options: RunOptions, printer: Printer, name: str = "zett-ru
             level = options.reasoning
             config["reasoning"] = int(level) if level.isdigit() else level
         return await create_agent(
-            model, config=AgentRunConfig(name, **config), tools=list(options.tools)
+            model,
+            config=AgentRunConfig(name, **config),
+            tools=list(options.tools),
+            output_type=options.output_schema,
         )
     except BaseException:
         printer.stop_waiting()
@@ -408,6 +436,7 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
     from zett_agent.cli.output import Printer
 
     printer = Printer(out, err, options.json_events)
+    printer.structured = options.output_schema is not None
     agent: Agent | None = None
     try:
         agent = await open_agent(options, printer)

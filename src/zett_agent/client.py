@@ -38,7 +38,7 @@ import anyio
 from zett_agent.agent import Agent
 from zett_agent.errors import ResumeError
 from zett_agent.events import AgentEvent, AgentEventDispatcher, AgentEventType, final_message
-from zett_agent.messages import AssistantMessage, Message
+from zett_agent.messages import AssistantMessage, Message, UserMessage
 from zett_agent.records import is_record
 from zett_agent.sessions import (
     InMemorySessionStore,
@@ -129,11 +129,13 @@ class AgentClient:
     # ------------------------------------------------------------ running
 
     async def stream(
-        self, prompt: str | None, *, session_id: str | None = None
+        self, prompt: str | UserMessage | None, *, session_id: str | None = None
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run ``prompt`` in the session and yield its events.
 
-        ``prompt`` None answers the session as it is. Close the generator (use
+        ``prompt`` is text, or a :class:`~zett_agent.messages.UserMessage` with
+        ``parts`` (images, documents, audio: stored with the session, their large
+        bytes once per session); None answers the session as it is. Close the generator (use
         ``contextlib.aclosing``) when leaving early: that cancels the run and stores
         the text received so far.
         """
@@ -154,7 +156,7 @@ class AgentClient:
 
     async def run(
         self,
-        prompt: str | None,
+        prompt: str | UserMessage | None,
         *,
         session_id: str | None = None,
         dispatcher: AgentEventDispatcher | None = None,

@@ -17,6 +17,7 @@
      ├── DecodeError          a body that no decoder can read (e.g. ``zett inspect``)
      ├── ResumeError          a session or history whose last answer cannot be resumed
      ├── SessionStoreError    a stored session that cannot be read or written as asked
+     ├── PartTooLargeError    an image, document or audio part over the size limit
      └── PendingApprovalError tool calls wait for a decision (zett_agent.approvals)
 
 ``AgentStopError`` (an abnormal stop the caller asked to have raised) lives in
@@ -33,6 +34,7 @@ __all__ = [
     "ConfigError",
     "ContextOverflowError",
     "DecodeError",
+    "PartTooLargeError",
     "PoolTimeoutError",
     "ProviderError",
     "ProviderHTTPError",
@@ -104,6 +106,17 @@ class SessionStoreError(ZettError):
         super().__init__(message)
         self.session_id = session_id
         self.row = row
+
+
+class PartTooLargeError(ZettError, ValueError):
+    """An image, document or audio part is larger than a limit, found before its
+    bytes were read whole (:mod:`zett_agent.parts`). ``size``: its bytes (None when
+    it was cut while read); ``limit``: the limit in bytes. A ``ValueError`` too."""
+
+    def __init__(self, message: str, *, size: int | None = None, limit: int) -> None:
+        super().__init__(message)
+        self.size = size
+        self.limit = limit
 
 
 class TransportError(ZettError):

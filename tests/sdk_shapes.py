@@ -72,9 +72,29 @@ def gemini_params(body: dict[str, Any]) -> None:
         types.ToolConfig.model_validate(body["toolConfig"])
 
 
+def ollama_params(body: dict[str, Any]) -> None:
+    """Ollama /api/chat bodies: the ``ollama`` client's ``ChatRequest`` keys, each
+    message through its ``Message`` model (``images`` must be base64 the client's
+    ``Image`` accepts)."""
+    from ollama._types import ChatRequest, Image, Message
+
+    known = set(ChatRequest.model_fields)
+    assert set(body) <= known, sorted(set(body) - known)
+    ChatRequest.model_validate({k: v for k, v in body.items() if k != "messages"})
+    for message in body["messages"]:
+        images = message.get("images")
+        if images is None:
+            Message.model_validate(message)
+            continue
+        # on the wire an image is the base64 text the client's Image serializes to
+        parsed = Message.model_validate({**message, "images": [Image(value=i) for i in images]})
+        assert [image.model_dump() for image in parsed.images or ()] == images
+
+
 CHECKS = {
     "anthropic": anthropic_params,
     "openai-chat": openai_chat_params,
     "openai-responses": openai_responses_params,
     "gemini": gemini_params,
+    "ollama": ollama_params,
 }

@@ -158,7 +158,7 @@ class MediaPart:
             object.__setattr__(self, "name", _clean_name(self.name))
         if self.data is not None:
             if not isinstance(self.data, bytes | bytearray | memoryview):
-                raise ValueError(f"data must be bytes, not {type(self.data).__name__}")
+                raise TypeError(f"data must be bytes, not {type(self.data).__name__}")
             data = bytes(self.data)
             digest = hashlib.sha256(data).hexdigest()
             if self.sha256 is not None and self.sha256 != digest:
@@ -221,8 +221,8 @@ class MediaPart:
         Raises :class:`PartTooLargeError` when the base64 text stands for more
         than ``max_bytes`` (judged from its length, before decoding), and
         ``ValueError`` for a URL that is not base64 data of this kind."""
-        media_type, payload = _split_data_url(url)
-        size = _decoded_size(payload)
+        media_type, start = _split_data_url(url)
+        size = _decoded_size(url, start)
         if size > max_bytes:
             raise PartTooLargeError(
                 f"the data URL holds {size} bytes, more than the limit of {max_bytes}",
@@ -230,7 +230,7 @@ class MediaPart:
                 limit=max_bytes,
             )
         try:
-            data = base64.b64decode(payload, validate=True)
+            data = base64.b64decode(url[start:], validate=True)
         except (binascii.Error, ValueError):
             raise ValueError("the data URL's base64 text is not valid") from None
         return cls(media_type=media_type, data=data, name=name)
@@ -516,20 +516,21 @@ def _guess_from_url(url: str | None) -> str:
     return mimetypes.guess_type(path)[0] or ""
 
 
-def _split_data_url(url: str) -> tuple[str, str]:
+def _split_data_url(url: str) -> tuple[str, int]:
+    """The media type of a base64 data URL and where its data starts (nothing of the
+    data is copied)."""
     if not isinstance(url, str) or not url.startswith("data:"):
         raise ValueError("not a data URL")
-    head, comma, payload = url[5 : 5 + 512].partition(",")
+    head, comma, _ = url[5 : 5 + 512].partition(",")
     if not comma:
         raise ValueError("a data URL needs a comma before its data")
     fields = [f.strip() for f in head.split(";")]
     if "base64" not in (f.lower() for f in fields[1:]):
         raise ValueError("only base64 data URLs are taken")
-    payload = url[5 + len(head) + 1 :]
-    return fields[0] or "application/octet-stream", payload
+    return fields[0] or "application/octet-stream", 5 + len(head) + 1
 
 
-def _decoded_size(payload: str) -> int:
-    """Bytes a base64 text stands for, from its length alone."""
-    length = len(payload) - (2 if payload.endswith("==") else 1 if payload.endswith("=") else 0)
-    return length * 3 // 4
+def _decoded_size(text: str, start: int) -> int:
+    """Bytes the base64 text from ``start`` stands for, from its length alone."""
+    padding = 2 if text.endswith("==") else 1 if text.endswith("=") else 0
+    return max(0, len(text) - start - padding) * 3 // 4

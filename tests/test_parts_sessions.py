@@ -32,6 +32,7 @@ pytestmark = pytest.mark.timeout(60)
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * (BLOB_THRESHOLD // 256 + 4)  # kept as a blob
 PNG64 = base64.b64encode(PNG).decode()
 
+
 def _output_message(text: str) -> dict[str, Any]:
     """A Responses output message as the API sends it (replayed in the next request)."""
     return {

@@ -723,17 +723,19 @@ def load_json(body: bytes | str) -> Any:
         raise DecodeError(f"body is not JSON: {text!r}") from error
 
 
-def user_parts(message: UserMessage, vendor: Vendor) -> tuple[Part, ...]:
+def user_parts(
+    message: UserMessage, vendor: Vendor, *, loaded: bool = True
+) -> tuple[Part, ...]:
     """The parts of a user message, each checked against ``vendor``'s row
     (:func:`~zett_agent.vendors.media_problem`). Raises
     :class:`~zett_agent.errors.ConfigError` naming the part and the provider (and
-    the row's ``media_note``) for one it cannot take, or whose bytes are not
-    loaded: nothing is sent, never a silent drop."""
+    the row's ``media_note``) for one it cannot take, or, with ``loaded`` (when
+    encoding), whose bytes are not loaded: nothing is sent, never a silent drop."""
     for number, part in enumerate(message.parts, 1):
         if isinstance(part, TextPart):
             continue
         problem = media_problem(vendor, part)
-        if problem is None and part.needs_loading:
+        if problem is None and loaded and part.needs_loading:
             problem = "its bytes are not loaded (Model.stream loads stored parts first)"
         if problem is not None:
             note = f"; {vendor.media_note}" if vendor.media_note else ""

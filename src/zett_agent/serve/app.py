@@ -49,9 +49,10 @@ from starlette.types import Receive, Scope, Send
 
 from zett_agent.agent import Agent
 from zett_agent.client import AgentClient
-from zett_agent.errors import ResumeError, SessionStoreError, ZettError
+from zett_agent.errors import ConfigError, ResumeError, SessionStoreError, ZettError
 from zett_agent.events import AgentEvent
 from zett_agent.messages import ToolCall, UserMessage
+from zett_agent.protocols.base import user_parts
 from zett_agent.resume import plan_resume
 from zett_agent.sessions import InMemorySessionStore, SessionStore, live_rows
 from zett_agent.sessions.base import messages_of
@@ -260,6 +261,12 @@ async def chat(request: Request) -> Response:
     if any(isinstance(p, dict) and p.get("type") == "file" for p in new_parts):
         stored = [row.message for row in await state.client.store.rows(session_id)]
     parts = file_parts(new_parts, session_id, stored, state.settings.max_attachment_bytes)
+    vendor = getattr(state.agent.model, "vendor", None)
+    if parts and vendor is not None:  # a part the provider cannot take: 422, nothing stored
+        try:
+            user_parts(UserMessage(text, parts), vendor, loaded=False)
+        except ConfigError as error:
+            raise RequestError(str(error), 422) from None
     _claim(state, session_id)
     try:
         seq = await state.client.store.append(session_id, UserMessage(text, parts))

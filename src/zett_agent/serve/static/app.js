@@ -232,8 +232,8 @@ function renderFilePart(part) {
     partSource(part.url, image);
     return image;
   }
-  const icon = part.mediaType.startsWith('audio/') ? '🔊' : '📄';
-  return el('div', 'attachment file', `${icon} ${part.filename || 'file'} · ${part.mediaType}`);
+  const kind = part.mediaType.startsWith('audio/') ? 'Audio' : 'Document';
+  return el('div', 'attachment file', `${kind}: ${part.filename || 'file'} · ${part.mediaType}`);
 }
 
 function resume() {

@@ -74,6 +74,7 @@ __all__ = [
     "part_from_data_url",
     "part_from_dict",
     "part_from_file",
+    "part_summary",
     "part_to_dict",
     "parts_from_json",
     "parts_to_json",
@@ -382,6 +383,21 @@ def sniff_media_type(head: bytes) -> str | None:
     if len(head) >= 2 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0:
         return "audio/mpeg"  # an MPEG audio frame without an ID3 tag
     return None
+
+
+def part_summary(part: Part) -> dict[str, Any]:
+    """What a log or an event record shows of a part: its kind, media type, name, size
+    and hash (or URL), never its bytes."""
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text}
+    out: dict[str, Any] = {"type": part.kind, "media_type": part.media_type}
+    if part.name is not None:
+        out["name"] = part.name
+    if part.url is not None:
+        out["url"] = part.url
+    else:
+        out.update(size=part.size, sha256=part.sha256)
+    return out
 
 
 def describe_parts(parts: tuple[Part, ...] | list[Part]) -> str:

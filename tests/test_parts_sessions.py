@@ -190,3 +190,28 @@ async def test_a_durable_run_checkpoints_a_tools_image_by_hash(tmp_path: Path) -
             assert isinstance(sent, ToolResultMessage) and sent.parts == result.parts
     finally:
         shutdown()
+
+
+async def test_a_durable_runs_image_prompt_is_a_workflow_input_by_hash(tmp_path: Path) -> None:
+    pytest.importorskip("dbos", reason="durable runs need the 'durable' extra (dbos)")
+    from dbos import DBOS
+
+    from zett_agent.durable import DurableAgent, DurableConfig, launch, shutdown
+    from zett_agent.testing.scripted import ScriptedModel, reply
+
+    photo = ImagePart(media_type="image/png", data=PNG, name="dot.png")
+    question = UserMessage("What is in this picture?", (photo,))
+    model = ScriptedModel(reply("A dot."))
+    await launch(DurableConfig(f"sqlite:///{tmp_path / 'dbos.sqlite3'}", executor_id="test"))
+    try:
+        async with DurableAgent(Agent(model), tmp_path / "s.sqlite3", name="ask") as durable:
+            final = await durable.run(question, session_id="s", run_id="r-ask")
+            assert final.text == "A dot."
+            assert (await durable.store.load("s"))[0] == question
+            assert model.requests[0].messages[0] == question
+            [status] = await DBOS.list_workflows_async(workflow_ids=["r-ask"])
+            given = repr(status.input)
+            assert photo.sha256 in given and PNG64[:100] not in given  # by hash
+            assert await durable.store.get_blob("s", photo.sha256 or "") == PNG
+    finally:
+        shutdown()

@@ -623,3 +623,23 @@ def test_media_rows_are_well_formed() -> None:
             assert not any(rule.in_tool_results for rule in table.values()), vendor.name
         if not table:
             assert vendor.media_note, f"{vendor.name}: say why it takes no parts"
+
+
+async def test_a_typed_result_from_an_image_question(wire: Wire) -> None:
+    """Typed output and parts combine: the image goes with the question and the
+    answer is validated into the type (native mode or the output tool per row)."""
+    from pydantic import BaseModel
+
+    class Colour(BaseModel):
+        name: str
+
+    answer = '{"name": "red"}'
+    with ReplayServer([wire.reply(wire.answer([answer]))]) as server:
+        model = Model(wire.vendor, "m", base_url=server.url, api_key="k")
+        agent = await create_agent(model, output_type=Colour)
+        message = await agent.run(UserMessage("Which colour is this dot?", (image(),)))
+        await agent.aclose()
+        [request] = server.requests
+    CHECKS[wire.name](request.json)
+    assert PNG64 in str(request.json)
+    assert message.output == Colour(name="red")  # each wire's row has a native mode

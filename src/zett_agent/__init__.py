@@ -11,13 +11,14 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from zett_agent.agent import Agent, AgentRunConfig, create_agent
+    from zett_agent.agent import Agent, AgentRunConfig, create_agent, create_agent_sync
     from zett_agent.background import BackgroundTask, BackgroundTasks, TaskStatus
     from zett_agent.client import AgentClient
     from zett_agent.errors import (
         ConfigError,
         ContextOverflowError,
         DecodeError,
+        OutputValidationError,
         PartTooLargeError,
         ProviderError,
         ProviderHTTPError,
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
         UserMessage,
     )
     from zett_agent.models import Model, ModelClient, resolve_model
+    from zett_agent.output import OutputRetry
     from zett_agent.parts import (
         AudioPart,
         DocumentPart,
@@ -106,6 +108,8 @@ _EXPORTS: dict[str, str] = {
     "ModelClient": "zett_agent.models",
     "OutputLimitRecovery": "zett_agent.extensions.output_limit",
     "PartTooLargeError": "zett_agent.errors",
+    "OutputRetry": "zett_agent.output",
+    "OutputValidationError": "zett_agent.errors",
     "ProviderError": "zett_agent.errors",
     "ProviderHTTPError": "zett_agent.errors",
     "RateLimitError": "zett_agent.errors",
@@ -138,6 +142,7 @@ _EXPORTS: dict[str, str] = {
     "ZettError": "zett_agent.errors",
     "create_agent": "zett_agent.agent",
     "part_from_file": "zett_agent.parts",
+    "create_agent_sync": "zett_agent.agent",
     "resolve_model": "zett_agent.models",
 }
 
@@ -175,6 +180,8 @@ __all__ = [
     "ModelAttempt",
     "ModelClient",
     "OutputLimitRecovery",
+    "OutputRetry",
+    "OutputValidationError",
     "PartTooLargeError",
     "ProviderError",
     "ProviderHTTPError",
@@ -207,6 +214,7 @@ __all__ = [
     "UserMessage",
     "ZettError",
     "create_agent",
+    "create_agent_sync",
     "part_from_file",
     "resolve_model",
 ]

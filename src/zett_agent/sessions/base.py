@@ -16,13 +16,15 @@ A session is an append-only list of rows, one per complete message, numbered
       call is entered (:mod:`zett_agent.tools.outcomes`); an assistant
       message may also hold ``attempts`` (a fallback chain's
       :class:`~zett_agent.messages.ModelAttempt` list), ``cost`` (``{"usd",
-      "unknown"}``), ``usage.cache_write_tokens``, and a provider record's
-      ``origin`` (``{"provider", "model"}``); a user message or a tool
-      result may hold ``parts`` (a list of ``{"type": "text", "text"}`` or
-      ``{"type": "image"|"document"|"audio", "media_type", "name"?}`` with
-      ``"data"`` (base64), ``"url"``, or ``"blob"`` (the SHA-256 of bytes kept
-      in the store's blobs, :meth:`SessionStore.put_blob`) and ``"size"``);
-      rows without them load with the defaults (empty, None)
+      "unknown"}``), ``usage.cache_write_tokens``, a provider record's
+      ``origin`` (``{"provider", "model"}``), and ``output`` (the JSON form of
+      a structured run's typed value, :mod:`zett_agent.structured`); a user
+      message or a tool result may hold ``parts`` (a list of ``{"type":
+      "text", "text"}`` or ``{"type": "image"|"document"|"audio",
+      "media_type", "name"?}`` with ``"data"`` (base64), ``"url"``, or
+      ``"blob"`` (the SHA-256 of bytes kept in the store's blobs,
+      :meth:`SessionStore.put_blob`) and ``"size"``); rows without them load
+      with the defaults (empty, None)
 ====  ===================================================================
 
 Parts' bytes over :data:`~zett_agent.parts.BLOB_THRESHOLD` are kept once per

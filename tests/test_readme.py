@@ -73,6 +73,7 @@ class Case:
     needs: Callable[[], None] = lambda: None
     runs: int = 1
     route: Callable[[Any], Reply] | None = None
+    in_repository: bool = False  # run from the repository's root (it reads examples/)
 
 
 def _check_mcp(server: ReplayServer) -> None:
@@ -117,6 +118,19 @@ def _check_typed(server: ReplayServer) -> None:
     body = server.requests[0].json
     assert body["response_format"]["type"] == "json_object", body
     assert set(body["response_format"]["schema"]["properties"]) == {"name", "population"}
+
+
+def _check_image(server: ReplayServer) -> None:
+    import base64
+
+    question = server.requests[0].json["messages"][0]["content"]
+    assert question[0] == {"type": "text", "text": "What is in this picture?"}
+    image = (ROOT / "examples" / "red-dot.png").read_bytes()
+    assert question[1]["source"] == {
+        "type": "base64",
+        "media_type": "image/png",
+        "data": base64.b64encode(image).decode(),
+    }
 
 
 def _check_server_tools(server: ReplayServer) -> None:
@@ -177,6 +191,13 @@ CASES = [
         _check_typed,
     ),
     Case(
+        "ImagePart.from_file",
+        lambda: [Reply.file(REFUSAL)],
+        "refusal",
+        _check_image,
+        in_repository=True,
+    ),
+    Case(
         "ServerTool.web_search(max_uses=3)",
         lambda: [anthropic_text("Free-threading and more.")],
         "Free-threading and more.",
@@ -223,7 +244,7 @@ def test_block_runs_as_written(case: Case, tmp_path: Path) -> None:
             "PATH": f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         }
         for _ in range(case.runs):
-            done = run_block(code, env, tmp_path)
+            done = run_block(code, env, ROOT if case.in_repository else tmp_path)
             assert done.returncode == 0, done.stderr
             assert case.prints in done.stdout, done.stdout + done.stderr
         if case.route is None:  # it called the provider, once per reply

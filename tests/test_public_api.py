@@ -31,6 +31,7 @@ PUBLIC = [
     "Goal",
     "GoalVerdict",
     "InMemorySessionStore",
+    "MCPAuthorizationError",
     "Message",
     "Model",
     "ModelAttempt",

@@ -11,6 +11,10 @@
   mapping), with a schema sanitized for the wire protocol
   (:mod:`zett_agent.mcp.schema`).
 
+A server's failures never escape the ``async with`` block
+(:mod:`zett_agent.mcp.connection`); a server that needs authorization raises
+:class:`~zett_agent.errors.MCPAuthorizationError` when entering it.
+
 The stop rules hold as for any tool: under REFUSAL and INTERRUPTED, and for a call
 whose arguments were cut off, the server receives no call at all. Cancelling the
 run cancels the calls in flight, and the ``mcp`` client sends the server
@@ -26,12 +30,15 @@ except ImportError as error:  # pragma: no cover - depends on the environment
         "zett_agent.mcp needs the 'mcp' extra: pip install 'zett-agent[mcp]'"
     ) from error
 
+from zett_agent.errors import MCPAuthorizationError
+
 from .convert import MCPTool, result_text
 from .schema import sanitize_name, sanitize_schema
 from .server import MCPServer
 from .toolset import MCPTools
 
 __all__ = [
+    "MCPAuthorizationError",
     "MCPServer",
     "MCPTool",
     "MCPTools",

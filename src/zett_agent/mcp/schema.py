@@ -62,6 +62,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+from zett_agent.messages import json_too_deep
+
 __all__ = [
     "GEMINI_KEYWORDS",
     "MAX_DEPTH",
@@ -261,7 +263,7 @@ class _Walk:
             elif key in _SCHEMA_LIST:
                 if isinstance(value, list):
                     out[key] = [self._child(v, depth + 1, refs) for v in value]
-            elif not _deeper_than(value, MAX_DEPTH):  # default, enum, const, example...
+            elif not json_too_deep(value, MAX_DEPTH):  # default, enum, const, example...
                 out[key] = value
 
     def _resolve(
@@ -400,16 +402,3 @@ def _typed_keywords(out: dict[str, Any]) -> None:
         return
     for key in [k for k, kinds in TYPED_KEYWORDS.items() if k in out and kind not in kinds]:
         del out[key]
-
-
-def _deeper_than(value: Any, limit: int) -> bool:
-    """Whether a JSON value nests more than ``limit`` levels (iteratively)."""
-    todo: list[tuple[Any, int]] = [(value, 0)]
-    while todo:
-        item, depth = todo.pop()
-        if isinstance(item, dict | list):
-            if depth >= limit:
-                return True
-            children = item.values() if isinstance(item, dict) else item
-            todo.extend((child, depth + 1) for child in children)
-    return False

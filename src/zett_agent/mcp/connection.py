@@ -38,18 +38,31 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.abc
 import mcp_types
 
 from zett_agent.errors import ConfigError, MCPAuthorizationError
+from zett_agent.events import AgentEventType, ToolEventSink, tool_events
+from zett_agent.messages import ToolCall
 
 from .server import MCPServer
 
-__all__ = ["CLIENT_NAME", "Connection", "RequestFailedError", "RequestTimeoutError", "client_info"]
+if TYPE_CHECKING:
+    from .asks import Asks
+
+__all__ = [
+    "CLIENT_NAME",
+    "Connection",
+    "RequestFailedError",
+    "RequestTimeoutError",
+    "client_info",
+    "person_asked",
+]
 
 CLIENT_NAME = "zett-agent"
 """The name zett gives itself in ``initialize`` (``clientInfo``) and on 2026-07-28
@@ -60,6 +73,23 @@ T = TypeVar("T")
 _FIRST_BACKOFF = 1.0
 _MAX_BACKOFF = 30.0
 _CLOSE_GRACE = 5.0  # seconds a session may take to close before it is cancelled
+
+
+_CURRENT: ContextVar[Connection | None] = ContextVar("zett_mcp_connection", default=None)
+"""The connection whose session task (and the SDK tasks it starts) runs the code."""
+
+
+@contextmanager
+def person_asked() -> Iterator[None]:
+    """While the block runs, the clocks of the current connection's requests stop
+    (code called from the SDK for a session: an OAuth redirect, an elicitation);
+    nothing when there is no current connection."""
+    connection = _CURRENT.get()
+    if connection is None:
+        yield
+        return
+    with connection.person_asked():
+        yield
 
 
 def client_info() -> mcp_types.Implementation:
@@ -115,13 +145,19 @@ class Clock:
         self.scope.cancel()
 
 
-@dataclass
-class Hooks:
-    """What the ``mcp`` client is given besides the transport (callbacks for what
-    a server asks of the client, set by :class:`~zett_agent.mcp.MCPTools`); each
-    is a keyword argument of ``mcp.Client``."""
+@dataclass(eq=False)
+class ActiveCall:
+    """A ``tools/call`` of a gated tool call, in flight: what a server may ask of
+    the client (elicitation, sampling) is answered only while one is, and on its
+    behalf (``call`` is zett's call, ``sink`` where its events go)."""
 
-    options: dict[str, Any] = field(default_factory=dict)
+    call: ToolCall | None
+    sink: ToolEventSink | None
+    samples: int = 0
+
+    def report(self, kind: AgentEventType, data: dict[str, Any]) -> None:
+        if self.sink is not None and self.call is not None:
+            self.sink(kind, self.call, data)
 
 
 @dataclass(eq=False)
@@ -135,6 +171,7 @@ class _Session:
     outcome: list[BaseException | None] = field(default_factory=list)
     clocks: set[Clock] = field(default_factory=set)
     client: Any = None
+    group: anyio.abc.TaskGroup | None = None  # for tasks that live as long as the session
 
 
 class Connection:
@@ -147,7 +184,7 @@ class Connection:
     """
 
     def __init__(
-        self, server: MCPServer, group: anyio.abc.TaskGroup, hooks: Hooks | None = None
+        self, server: MCPServer, group: anyio.abc.TaskGroup, asks: Asks | None = None
     ) -> None:
         self.server = server
         self.changed = False
@@ -155,7 +192,7 @@ class Connection:
         self.failure: str | None = "not connected yet"
         self.protocol_version: str | None = None
         self._group = group
-        self._hooks = hooks or Hooks()
+        self._asks = asks
         self._session = _Session()
         self._session.closed.set()
         self._waits: set[Clock] = set()  # connection attempts
@@ -165,6 +202,8 @@ class Connection:
         self._denied: tuple[int, str] | None = None  # the last 401/403 and its challenge
         self._closing = False
         self.on_message: list[Callable[[Any], Awaitable[None]]] = []
+        self.active: list[ActiveCall] = []
+        """The gated tool calls in flight on this server, oldest first."""
 
     @property
     def reconnects(self) -> bool:
@@ -230,6 +269,7 @@ class Connection:
         from mcp import Client
 
         error: BaseException | None = None
+        _CURRENT.set(self)  # this task's context: the SDK's tasks inherit it
         try:
             with session.scope:
                 async with AsyncExitStack() as stack:
@@ -240,18 +280,21 @@ class Connection:
                         read_timeout_seconds=None,  # each request has its own clock
                         client_info=client_info(),
                         cache=None,
-                        **self._hooks.options,
+                        **(self._asks.options(self) if self._asks is not None else {}),
                     )
                     await stack.enter_async_context(client)
+                    session.group = await stack.enter_async_context(anyio.create_task_group())
+                    stack.callback(session.group.cancel_scope.cancel)  # runs before it exits
                     session.client = client
                     info = client.server_info
                     self.name = info.name if info is not None else ""
                     self.protocol_version = client.protocol_version
                     self.failure = None
                     self._backoff = 0.0
+                    await self._set_log_level(client)
                     session.outcome.append(None)
                     session.ready.set()
-                    await self._listen_for_changes(client, stack)
+                    self._listen_for_changes(client, session.group)
                     await session.stop.wait()
         except (KeyboardInterrupt, SystemExit):  # pragma: no cover - the process ends
             raise
@@ -273,16 +316,14 @@ class Connection:
                 clock.fail(self.failure or "the session ended")
             session.closed.set()
 
-    async def _listen_for_changes(self, client: Any, stack: AsyncExitStack) -> None:
+    def _listen_for_changes(self, client: Any, group: anyio.abc.TaskGroup) -> None:
         """On a 2026-07-28 connection list changes arrive only on a
-        ``subscriptions/listen`` stream: keep one open in a task that closes with
-        the session (never raising; a lost stream just stops refreshes)."""
+        ``subscriptions/listen`` stream: keep one open in a task of the session
+        (never raising; a lost stream just stops refreshes)."""
         from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
         if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             return  # earlier versions send notifications/tools/list_changed
-        group = await stack.enter_async_context(anyio.create_task_group())
-        stack.callback(group.cancel_scope.cancel)  # runs first: the task group then exits
 
         async def listen() -> None:
             try:
@@ -293,6 +334,44 @@ class Connection:
                 return
 
         group.start_soon(listen)
+
+    def start_soon(self, task: Callable[[Any], Awaitable[None]]) -> bool:
+        """Run ``task(client)`` in the live session (cancelled when it ends; its
+        errors are its own: it must not raise). False when no session is live."""
+        session = self._session
+        if session.client is None or session.group is None:
+            return False
+        client = session.client
+
+        async def guarded() -> None:
+            try:
+                await task(client)
+            except Exception:  # a task of a session never ends it
+                return
+
+        session.group.start_soon(guarded)
+        return True
+
+    async def _set_log_level(self, client: Any) -> None:
+        """``logging/setLevel`` on a handshake-era connection whose server logs,
+        when the server's ``log_level`` asks for messages (2026-07-28 requests carry
+        the level instead); a server that refuses it is left at its default."""
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        level = self.server.log_level
+        capabilities = client.server_capabilities
+        if level is None or client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return
+        if capabilities is None or capabilities.logging is None:
+            return
+        import warnings
+
+        with warnings.catch_warnings(), anyio.move_on_after(self.server.timeout):
+            warnings.simplefilter("ignore")
+            try:
+                await client.set_logging_level(level)
+            except Exception:
+                return
 
     async def _transport(self, stack: AsyncExitStack) -> Any:
         from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -404,7 +483,9 @@ class Connection:
                 self._next_attempt = time.monotonic() + self._backoff
                 self.failure = before
                 raise RequestFailedError(
-                    f"{self._unavailable_text(what)}; connecting again failed: {_why(error)}"
+                    self.redact(
+                        f"{self._unavailable_text(what)}; connecting again failed: {_why(error)}"
+                    )
                 )
             self.changed = True  # a new session: list its tools again
             return self._session
@@ -430,15 +511,38 @@ class Connection:
         return tools
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], *, timeout: float | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        call: ToolCall | None = None,
+        timeout: float | None = None,
     ) -> mcp_types.CallToolResult:
-        """``tools/call`` of the server's tool ``name``; raises as :meth:`request`."""
-        result: mcp_types.CallToolResult = await self.request(
-            f"the call of its tool {name!r}",
-            lambda client: client.call_tool(name, arguments),
-            timeout=timeout,
-        )
-        return result
+        """``tools/call`` of the server's tool ``name`` for zett's ``call``; raises
+        as :meth:`request`. While it is in flight the server may ask the client
+        for input or a completion on the call's behalf (:attr:`active`), and its
+        progress notifications become TOOL_PROGRESS events of the call."""
+        active = ActiveCall(call, tool_events())
+
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            data: dict[str, Any] = {"server": self.server.label, "progress": done}
+            if total is not None:
+                data["total"] = total
+            if message:
+                data["message"] = self.redact(message)
+            active.report(AgentEventType.TOOL_PROGRESS, data)
+
+        async def send(client: Any) -> mcp_types.CallToolResult:
+            result: mcp_types.CallToolResult = await client.call_tool(
+                name, arguments, progress_callback=progress
+            )
+            return result
+
+        self.active.append(active)
+        try:
+            return await self.request(f"the call of its tool {name!r}", send, timeout=timeout)
+        finally:
+            self.active.remove(active)
 
     # ------------------------------------------------------------ people
 
@@ -457,6 +561,17 @@ class Connection:
 
     # ------------------------------------------------------------ messages
 
+    def redact(self, text: str) -> str:
+        """``text`` without the credentials of this server: its credential headers'
+        values and what its ``auth`` holds (tokens, refresh token, client secret)."""
+        from zett_agent.redact import Redactor, secrets_of
+
+        from .auth import auth_secrets
+
+        secrets = set(secrets_of(None, self.server.headers)) | auth_secrets(self.server.auth)
+        redactor = Redactor(s for s in secrets if len(s) >= 8)
+        return redactor.text(text) if redactor else text
+
     def config_error(self, doing: str, error: BaseException) -> ConfigError:
         """The error for the host: authorization needed, or ``doing`` failed."""
         denied = self._denied
@@ -467,7 +582,7 @@ class Connection:
             why = str(error).removeprefix(f"MCP server {self.server.label}").lstrip(": ")
         else:
             why = _why(error)
-        return ConfigError(f"MCP server {self.server.label} {doing}: {why}")
+        return ConfigError(self.redact(f"MCP server {self.server.label} {doing}: {why}"))
 
     def _authorization_error(
         self, denied: tuple[int, str] | None, auth: BaseException | None
@@ -488,7 +603,7 @@ class Connection:
             else "; give the server auth= (zett_agent.mcp.auth: OAuth or a token provider)"
         )
         return MCPAuthorizationError(
-            f"MCP server {self.server.label} needs authorization: {how}{hint}",
+            self.redact(f"MCP server {self.server.label} needs authorization: {how}{hint}"),
             server=self.server.label,
             status=status,
             scope=scope,
@@ -501,7 +616,7 @@ class Connection:
     def _failed_text(self, what: str) -> str:
         if self._denied is not None:
             return self._authorization_text(what)
-        return (
+        return self.redact(
             f"MCP server {self.server.label} failed during {what}: {self.failure}; "
             "it is marked unavailable"
             + (" and is connected again on its next call" if self.reconnects else "")

@@ -29,7 +29,7 @@ import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 import mcp_types
 from pydantic import BaseModel, ConfigDict
@@ -43,8 +43,8 @@ from .schema import sanitize_schema
 
 __all__ = ["MCPTool", "result_text"]
 
-CallFunction = Callable[[str, dict[str, Any]], Awaitable[mcp_types.CallToolResult]]
-"""Calls the server's tool by its own name with the arguments; raises
+CallFunction = Callable[[str, dict[str, Any], ToolCall], Awaitable[mcp_types.CallToolResult]]
+"""Calls the server's tool by its own name with the arguments, for zett's call; raises
 :class:`~zett_agent.mcp.connection.RequestFailedError` (its message is the result text)
 or the SDK's ``MCPError`` when the call fails."""
 
@@ -72,6 +72,8 @@ class MCPTool(Tool):
     (:mod:`zett_agent.approvals`).
     """
 
+    reports_events: ClassVar[bool] = True  # progress, logs, elicitation: TOOL_* events
+
     server_name: str = ""
     server: str = ""
     input_schema: Mapping[str, Any] = field(default_factory=dict)
@@ -80,6 +82,8 @@ class MCPTool(Tool):
     call_timeout: float = 60.0
     max_result_chars: int = 100_000
     send: CallFunction | None = None
+    redact: Callable[[str], str] = str
+    """Takes the server's credentials out of a result text (tokens it may echo)."""
 
     @cached_property
     def spec(self) -> ToolSpec:
@@ -104,16 +108,18 @@ class MCPTool(Tool):
             return _error(call, f"invalid arguments: {problem}")
         assert self.send is not None, "an MCPTool is made with a send function"
         try:  # bounded by call_timeout (the connection's clock)
-            result = await self.send(self.server_name, arguments)
+            result = await self.send(self.server_name, arguments, call)
         except RequestFailedError as error:  # crashed, exited, unreachable, timed out, unauthorized
             return _error(call, str(error))
         except Exception as error:  # a JSON-RPC error, an unreadable result: the model is told
             return _error(
                 call,
-                f"MCP server {self.server}: tool {self.server_name!r} failed: "
-                f"{type(error).__name__}: {error}",
+                self.redact(
+                    f"MCP server {self.server}: tool {self.server_name!r} failed: "
+                    f"{type(error).__name__}: {error}"
+                ),
             )
-        text = result_text(result, self.max_result_chars)
+        text = self.redact(result_text(result, self.max_result_chars))
         return ToolResultMessage(call.id, call.name, text, is_error=bool(result.is_error))
 
 
@@ -127,6 +133,7 @@ def make_tool(
     timeout: float,
     max_result_chars: int,
     requires_approval: bool = False,
+    redact: Callable[[str], str] = str,
 ) -> MCPTool:
     """The native tool for the server's ``tool``, offered as ``name``."""
     description = tool.description or tool.title or tool.name
@@ -143,6 +150,7 @@ def make_tool(
         call_timeout=timeout,
         max_result_chars=max_result_chars,
         send=send,
+        redact=redact,
     )
 
 

@@ -52,6 +52,17 @@ class MCPServer:
         reconnect: whether a lost session is connected again on the server's
             next request (None: yes for streamable HTTP, no for stdio, whose
             process is gone).
+        roots: the roots the server may work in (``roots/list``): ``file://``
+            URIs or paths (made ``file://`` URIs); empty: the capability is not
+            declared.
+        log_level: the least severe ``notifications/message`` level wanted
+            (``"debug"`` ... ``"emergency"``); they become TOOL_LOG events. None:
+            the server's default (2025 era), none asked for (2026-07-28).
+        sampling: how many ``sampling/createMessage`` requests the server may make
+            during one tool call (answered by ``MCPTools(sampling_model=...)``);
+            0: sampling is not declared, every request refused.
+        sampling_max_tokens: the most output tokens one sampling request gets
+            (a larger ``maxTokens`` is lowered to it).
     """
 
     command: tuple[str, ...] | None = None
@@ -70,6 +81,10 @@ class MCPServer:
     mode: str = "legacy"
     log: TextIO | None = None
     reconnect: bool | None = None
+    roots: tuple[str, ...] = ()
+    log_level: str | None = None
+    sampling: int = 0
+    sampling_max_tokens: int = 4096
 
     @classmethod
     def stdio(cls, command: str, *args: str, **options: Any) -> MCPServer:
@@ -123,6 +138,8 @@ class MCPServer:
 
 
 def _options(options: dict[str, Any]) -> dict[str, Any]:
+    if options.get("roots") is not None:
+        options["roots"] = tuple(options["roots"])
     for key in ("allow", "deny"):
         if options.get(key) is not None:
             options[key] = frozenset(options[key])

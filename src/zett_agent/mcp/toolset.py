@@ -45,11 +45,20 @@ import mcp_types
 
 from zett_agent.errors import ConfigError
 from zett_agent.extensions import Extension
+from zett_agent.messages import ToolCall
 from zett_agent.protocols.base import ModelRequest
 from zett_agent.tools import Tool
 
+from .asks import Asks
 from .connection import Connection, RequestFailedError
 from .convert import MCPTool, make_tool
+from .elicitation import (
+    DEFAULT_ELICITATION_TIMEOUT,
+    Elicit,
+    ElicitationRequest,
+    ElicitationResponse,
+)
+from .resources import ServerContent
 from .schema import sanitize_name
 from .server import MCPServer
 
@@ -61,7 +70,7 @@ __all__ = ["MCPTools"]
 _Key = tuple[int, str]  # (the server's index, the tool's name on the server)
 
 
-class MCPTools(Extension):
+class MCPTools(ServerContent, Extension):
     """Connects to MCP servers and offers their tools to agents.
 
     Args:
@@ -69,6 +78,18 @@ class MCPTools(Extension):
         protocol: the wire protocol whose schema rules the tools follow
             (``"anthropic"``, ``"gemini"``...; None: the rules of all of them).
             :meth:`attach` sets it from the agent's model when it is None.
+        elicitation: the host callback that asks a person when a server asks
+            for input during a tool call (:mod:`zett_agent.mcp.elicitation`);
+            None: such requests are declined at once.
+        elicitation_timeout: the most seconds a person may take to answer (not
+            counted against the call's timeout).
+        sampling_model: the zett model (or ``"provider:model"``) answering the
+            sampling requests of servers with ``sampling > 0``
+            (:mod:`zett_agent.mcp.sampling`).
+
+    Beside tools it reads the servers' resources and prompts
+    (:mod:`zett_agent.mcp.resources`: ``list_resources``, ``read_resource``,
+    ``resource_message``, ``subscribe``, ``list_prompts``, ``get_prompt``).
 
     Enter it with ``async with`` and leave it in the same task. Entering starts
     or reaches every server and lists its tools; a server that cannot be started
@@ -78,9 +99,20 @@ class MCPTools(Extension):
     server does raises out of the block: its calls get error results.
     """
 
-    def __init__(self, servers: Iterable[MCPServer], *, protocol: str | None = None) -> None:
+    def __init__(
+        self,
+        servers: Iterable[MCPServer],
+        *,
+        protocol: str | None = None,
+        elicitation: Elicit | None = None,
+        elicitation_timeout: float = DEFAULT_ELICITATION_TIMEOUT,
+        sampling_model: Any = None,
+    ) -> None:
         self.servers: list[MCPServer] = list(servers)
         self.protocol = protocol
+        self.elicitation = elicitation
+        self.elicitation_timeout = elicitation_timeout
+        self.sampling_model = sampling_model
         self.connections: list[Connection] = []
         self.tools: dict[str, MCPTool] = {}
         """The tools offered now, by the name the model sees."""
@@ -94,14 +126,16 @@ class MCPTools(Extension):
         self._names: dict[_Key, str] = {}
         self._owners: dict[str, _Key] = {}  # every name given, and what it means
         self._offered = False  # names are fixed from the first attach on
+        self._resource_owner: dict[str, Connection] = {}
 
     async def __aenter__(self) -> MCPTools:
         stack = AsyncExitStack()
         group: anyio.abc.TaskGroup = await stack.enter_async_context(anyio.create_task_group())
         connections: list[Connection] = []
         try:
+            asks = self._asks()
             for index, server in enumerate(self.servers):
-                connection = Connection(server, group)
+                connection = Connection(server, group, asks)
                 await connection.open()
                 connections.append(connection)
                 try:
@@ -117,6 +151,27 @@ class MCPTools(Extension):
         self._stack = stack
         self._group = group
         return self
+
+    def _asks(self) -> Asks:
+        model = self.sampling_model
+        if isinstance(model, str):
+            from zett_agent.models import resolve_model
+
+            model = self.sampling_model = resolve_model(model)
+        if model is None and any(s.sampling > 0 for s in self.servers):
+            raise ConfigError("an MCPServer with sampling > 0 needs MCPTools(sampling_model=...)")
+
+        async def elicit(request: ElicitationRequest) -> ElicitationResponse:
+            handler = self.elicitation  # read at each request: a host may set it later
+            if handler is None:
+                return ElicitationResponse.decline()
+            return await handler(request)
+
+        return Asks(
+            elicit=elicit if self.elicitation is not None else None,
+            elicitation_timeout=self.elicitation_timeout,
+            sampling_model=model,
+        )
 
     async def __aexit__(self, *exc: object) -> None:
         """Stop the servers; their tools leave the attached agents' tables."""
@@ -214,8 +269,10 @@ class MCPTools(Extension):
     def _make(self, tool: mcp_types.Tool, name: str, connection: Connection) -> MCPTool:
         server = connection.server
 
-        async def send(server_name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
-            return await connection.call_tool(server_name, arguments)
+        async def send(
+            server_name: str, arguments: dict[str, Any], call: ToolCall | None = None
+        ) -> mcp_types.CallToolResult:
+            return await connection.call_tool(server_name, arguments, call=call)
 
         return make_tool(
             tool,
@@ -226,6 +283,7 @@ class MCPTools(Extension):
             timeout=server.timeout,
             max_result_chars=server.max_result_chars,
             requires_approval=server.needs_approval(tool.name),
+            redact=connection.redact,
         )
 
     def _native_names(self) -> set[str]:
@@ -251,7 +309,9 @@ def _gone(tool: MCPTool) -> MCPTool:
         "was not sent"
     )
 
-    async def send(server_name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+    async def send(
+        server_name: str, arguments: dict[str, Any], call: ToolCall | None = None
+    ) -> mcp_types.CallToolResult:
         raise RequestFailedError(text)
 
     return replace(tool, send=send)

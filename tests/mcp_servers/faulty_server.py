@@ -5,7 +5,7 @@ of the client in a chosen way, after answering the others correctly.
 
 ``METHOD`` is the request to fail (``initialize``, ``tools/list``, ``tools/call``,
 ``logging/setLevel``...); its ``N``-th occurrence fails (default 1; ``tools/list``
-with ``--nth 2`` fails the listing after a ``list_changed``). ``HOW``:
+with ``--nth 2`` fails the listing after a ``list_changed``; ``--nth 0``: every one). ``HOW``:
 
 ==========  =====================================================================
 error       a JSON-RPC error answer (-32603)
@@ -78,7 +78,7 @@ def result_for(message: dict[str, Any]) -> Any:
 def fails(method: str) -> bool:
     with LOCK:
         SEEN[method] = SEEN.get(method, 0) + 1
-        return method == METHOD and SEEN[method] == NTH
+        return method == METHOD and NTH in (0, SEEN[method])
 
 
 def answer(message: dict[str, Any]) -> str | None:

@@ -2,8 +2,8 @@
 ``mcp`` SDK's ``Client`` for one connection (:class:`Asks`).
 
 =====================  ==========================================================
-``elicitation/create``  :mod:`zett_agent.mcp.elicitation` (declared only when the
-                        host gave a callback)
+``elicitation/create``  :mod:`zett_agent.mcp.elicitation` (always declared: without
+                        a host callback every request is declined at once)
 ``sampling/create…``    :mod:`zett_agent.mcp.sampling` (declared only for a server
                         with ``sampling > 0``)
 ``roots/list``          the server's ``roots`` (declared only when it has some)
@@ -71,9 +71,10 @@ class Asks:
     def options(self, connection: Connection) -> dict[str, Any]:
         """The keyword arguments of ``mcp.Client`` for ``connection``."""
         server = connection.server
-        options: dict[str, Any] = {"logging_callback": self._logging(connection)}
-        if self.elicit is not None:
-            options["elicitation_callback"] = self._elicitation(connection)
+        options: dict[str, Any] = {
+            "logging_callback": self._logging(connection),
+            "elicitation_callback": self._elicitation(connection),  # declines without elicit
+        }
         if server.sampling > 0 and self.sampling_model is not None:
             options["sampling_callback"] = self._sampling(connection)
         if server.roots:
@@ -84,7 +85,7 @@ class Asks:
 
     def _elicitation(self, connection: Connection) -> Any:
         async def answer(context: Any, params: Any) -> mcp_types.ElicitResult:
-            active = connection.active[0] if connection.active else None
+            active = connection.current_call()
             if active is None or self.elicit is None:  # outside a gated call: never
                 return mcp_types.ElicitResult(action="decline")
             request = _request(connection, params, active.call)
@@ -102,7 +103,7 @@ class Asks:
     def _sampling(self, connection: Connection) -> Any:
         async def answer(context: Any, params: Any) -> Any:
             server = connection.server
-            active = connection.active[0] if connection.active else None
+            active = connection.current_call()
             if active is None:
                 return _refused("zett answers sampling only during a tool call of this server")
             if active.samples >= server.sampling:
@@ -145,7 +146,7 @@ class Asks:
             }
             if isinstance(data["data"], str):
                 data["data"] = connection.redact(data["data"])
-            active = connection.active[0] if connection.active else None
+            active = connection.current_call()
             if active is not None and active.sink is not None:
                 active.report(AgentEventType.TOOL_LOG, data)
             else:

@@ -76,6 +76,7 @@ _CLOSE_GRACE = 5.0  # seconds a session may take to close before it is cancelled
 
 
 _CURRENT: ContextVar[Connection | None] = ContextVar("zett_mcp_connection", default=None)
+_CALL: ContextVar[ActiveCall | None] = ContextVar("zett_mcp_call", default=None)
 """The connection whose session task (and the SDK tasks it starts) runs the code."""
 
 
@@ -539,10 +540,24 @@ class Connection:
             return result
 
         self.active.append(active)
+        token = _CALL.set(active)
         try:
             return await self.request(f"the call of its tool {name!r}", send, timeout=timeout)
         finally:
+            _CALL.reset(token)
             self.active.remove(active)
+
+    def current_call(self) -> ActiveCall | None:
+        """The gated tool call a server's request (elicitation, sampling, a log
+        message) is made for: the call whose task runs the code (a 2026-07-28
+        input request is handled inside ``tools/call``), else the only call in
+        flight, else the oldest (a 2025 connection does not say which; with
+        several in flight the request is reported on the oldest); None when no
+        call is in flight (the request is then refused)."""
+        mine = _CALL.get()
+        if mine is not None and mine in self.active:
+            return mine
+        return self.active[0] if self.active else None
 
     # ------------------------------------------------------------ people
 

@@ -35,6 +35,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import mcp_types
 
 from zett_agent.errors import ConfigError
@@ -178,17 +179,41 @@ class ServerContent:
                 await outcome
 
         if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            acknowledged = anyio.Event()
+            failed: list[BaseException] = []
 
             async def listen(client: Any) -> None:
-                async with client.listen(resource_subscriptions=[uri]) as subscription:
-                    async for event in subscription:
-                        changed = getattr(event, "uri", None)
-                        if changed is not None:
-                            await notify(str(changed))
+                try:
+                    async with client.listen(resource_subscriptions=[uri]) as subscription:
+                        acknowledged.set()
+                        async for event in subscription:
+                            changed = getattr(event, "uri", None)
+                            if changed is not None:
+                                await notify(str(changed))
+                except Exception as error:
+                    failed.append(error)
+                    acknowledged.set()
 
             if not connection.start_soon(listen):
                 raise ConfigError(f"MCP server {connection.server.label} is unavailable")
+            with anyio.move_on_after(connection.server.timeout):
+                await acknowledged.wait()
+            if failed or not acknowledged.is_set():
+                why = f": {type(failed[0]).__name__}: {failed[0]}" if failed else ""
+                raise ConfigError(
+                    connection.redact(
+                        f"MCP server {connection.server.label}: subscribing to {uri} failed{why}"
+                    )
+                )
             return
+
+        client = connection.client
+        capabilities = client.server_capabilities if client is not None else None
+        resources = capabilities.resources if capabilities is not None else None
+        if resources is None or not resources.subscribe:
+            raise ConfigError(
+                f"MCP server {connection.server.label} does not offer resource subscriptions"
+            )
 
         async def updated(message: Any) -> None:
             is_update = isinstance(message, mcp_types.ResourceUpdatedNotification)

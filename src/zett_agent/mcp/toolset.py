@@ -168,7 +168,7 @@ class MCPTools(ServerContent, Extension):
             return await handler(request)
 
         return Asks(
-            elicit=elicit if self.elicitation is not None else None,
+            elicit=elicit,
             elicitation_timeout=self.elicitation_timeout,
             sampling_model=model,
         )

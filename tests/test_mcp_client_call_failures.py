@@ -133,7 +133,7 @@ def test_zett_run_names_the_server_and_exits_1(method: str, tmp_path: Path) -> N
     command = f"{sys.executable} {FAULTY} {method} error"
     with ReplayServer([text_reply("never asked")]) as replay:
         argv = ["run", "--model", "anthropic:m", "--mcp", command, "hi"]
-        env = {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": replay.url, "COLUMNS": "200"}
+        env = {"ANTHROPIC_API_KEY": "k", "ZETT_ANTHROPIC_BASE_URL": replay.url, "COLUMNS": "200"}
         done = subprocess.run(
             [sys.executable, "-m", "zett_agent.cli", *argv],
             env={**os.environ, **env},

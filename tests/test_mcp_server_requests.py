@@ -147,7 +147,6 @@ async def test_elicitation_outside_a_gated_tool_call_is_declined() -> None:
 
     class Idle:  # a connection with no tools/call in flight
         server = server("legacy")
-        active: list[Any] = []
 
         def current_call(self) -> None:
             return None

@@ -134,13 +134,15 @@ def greet(name: str) -> list[UserMessage | AssistantMessage]:
     return [UserMessage(f"Please greet {name}."), AssistantMessage(f"Hello, {name}!")]
 
 
-async def subscribed(ctx: object, params: mcp_types.SubscribeRequestParams) -> mcp_types.EmptyResult:
+async def subscribed(
+    ctx: object, params: mcp_types.SubscribeRequestParams
+) -> mcp_types.EmptyResult:
     log({"subscribed": str(params.uri)})
     return mcp_types.EmptyResult()
 
 
 # the 2025 era's resources/subscribe (MCPServer has no decorator for it)
-server._lowlevel_server.add_request_handler(  # noqa: SLF001
+server._lowlevel_server.add_request_handler(
     "resources/subscribe", mcp_types.SubscribeRequestParams, subscribed
 )
 

@@ -29,7 +29,7 @@ from zett_agent.errors import ConfigError
 if TYPE_CHECKING:
     from zett_agent.agent import Agent
 
-__all__ = ["mcp_tools"]
+__all__ = ["mcp_tools", "mcp_toolset"]
 
 
 @asynccontextmanager
@@ -44,18 +44,27 @@ async def mcp_tools(
     if not specs:
         yield
         return
+    from zett_agent.mcp.elicitation import ask_in_terminal
+
+    tools = mcp_toolset(specs, auth=auth)
+    tools.elicitation = ask_in_terminal
+    async with tools:
+        tools.attach(agent)
+        yield
+
+
+def mcp_toolset(specs: Sequence[str], *, auth: str | None = None) -> Any:
+    """The ``MCPTools`` (not entered) of ``--mcp`` values and ``--mcp-auth``, with
+    no elicitation callback (``zett serve``'s page answers; ``zett run`` sets the
+    terminal's). Raises :class:`ConfigError` as :func:`mcp_tools`."""
     try:
         from zett_agent.mcp import MCPServer, MCPTools
-        from zett_agent.mcp.elicitation import ask_in_terminal
     except ImportError as error:
         raise ConfigError(
             f"--mcp needs the 'mcp' extra: pip install 'zett-agent[mcp]' ({error})"
         ) from error
-    servers = [MCPServer.parse(spec) for spec in specs]
-    servers = [_authorized(server, auth) for server in servers]
-    async with MCPTools(servers, elicitation=ask_in_terminal) as tools:
-        tools.attach(agent)
-        yield
+    servers = [_authorized(MCPServer.parse(spec), auth) for spec in specs]
+    return MCPTools(servers)
 
 
 def _authorized(server: Any, auth: str | None) -> Any:

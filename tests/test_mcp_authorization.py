@@ -149,3 +149,20 @@ def test_secrets_of_an_oauth_provider_are_known_for_redaction() -> None:
         "https://mcp.example.com/mcp", client_id="c", client_secret="s" * 12
     )
     assert "s" * 12 in auth_secrets(machine)
+
+
+async def test_tokens_are_redacted_from_the_sdks_log_records(caplog: Any) -> None:
+    need_mcp()
+    import logging
+
+    from zett_agent.mcp import MCPServer, MCPTools
+    from zett_agent.mcp.auth import bearer
+
+    with http_server([str(FAULTY), "none", "error", "--http", "{port}"]) as (url, _):
+        async with MCPTools([MCPServer.http(url, auth=bearer(lambda: TOKEN))]) as tools:
+            await tools.tools["echo"].call(ToolCall("c1", "echo", '{"text": "x"}'))  # token used
+            with caplog.at_level(logging.DEBUG):
+                logging.getLogger("mcp.client.auth.oauth2").warning("token response %s", TOKEN)
+                logging.getLogger("client").debug(f"sent Authorization: Bearer {TOKEN}")
+    assert TOKEN not in caplog.text
+    assert caplog.text.count("[redacted]") == 2

@@ -33,9 +33,11 @@ a person is asked          (elicitation, an OAuth redirect) the clocks of the
 
 from __future__ import annotations
 
+import logging
 import math
 import sys
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, contextmanager
 from contextvars import ContextVar
@@ -91,6 +93,43 @@ def person_asked() -> Iterator[None]:
         return
     with connection.person_asked():
         yield
+
+
+class _RedactLogs(logging.Filter):
+    """Takes the credentials of every live connection out of the ``mcp`` SDK's log
+    records (its OAuth client logs requests and errors), before any handler."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.connections: weakref.WeakSet[Connection] = weakref.WeakSet()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self.connections:
+            return True
+        text = record.getMessage()
+        clean = text
+        for connection in list(self.connections):
+            clean = connection.redact(clean)
+        if clean != text:
+            record.msg, record.args = clean, ()
+        return True
+
+
+_REDACT_LOGS = _RedactLogs()
+
+
+def _watch_logs(connection: Connection) -> None:
+    """Filter the loggers of the SDK, its HTTP client and zett's MCP package (a
+    logger's filters see only its own records, so each one is filtered)."""
+    import mcp.client.auth.oauth2  # noqa: F401 - its loggers exist from here on
+
+    names = [*logging.root.manager.loggerDict, "client", "zett_agent.mcp"]
+    for name in names:
+        if name in ("client", "zett_agent.mcp") or name.split(".")[0] in ("mcp", "httpx2"):
+            target = logging.getLogger(name)
+            if _REDACT_LOGS not in target.filters:
+                target.addFilter(_REDACT_LOGS)
+    _REDACT_LOGS.connections.add(connection)
 
 
 def client_info() -> mcp_types.Implementation:
@@ -205,6 +244,7 @@ class Connection:
         self.on_message: list[Callable[[Any], Awaitable[None]]] = []
         self.active: list[ActiveCall] = []
         """The gated tool calls in flight on this server, oldest first."""
+        _watch_logs(self)
 
     @property
     def reconnects(self) -> bool:

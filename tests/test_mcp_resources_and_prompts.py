@@ -50,7 +50,13 @@ async def test_resources_are_listed_read_and_become_user_messages(mode: str) -> 
         ("blob://dot", "dot", "image/png"),
     ]
     assert text == UserMessage("[resource note://greeting text/plain]\nhello from a resource")
-    assert blob == UserMessage("[resource blob://dot image/png, 8 bytes]")
+    assert blob.content == "[resource blob://dot image/png, 8 bytes]"
+    [picture] = blob.parts  # an image blob is sent as an image part too
+    assert (picture.kind, picture.media_type, picture.data) == (
+        "image",
+        "image/png",
+        b"\x89PNG\r\n\x1a\n",
+    )
     assert read.contents[0].text == "hello from a resource"  # type: ignore[union-attr]
     sent = model.requests[0].messages
     assert text in sent  # the resource reached the model as content

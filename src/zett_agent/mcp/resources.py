@@ -46,6 +46,22 @@ from .convert import _item_text
 
 __all__ = ["MCPPrompt", "MCPResource", "ServerContent"]
 
+
+def _media(item: Any) -> Any:
+    """A blob resource as an image, document or audio part (None: another kind,
+    invalid, or too large for a part)."""
+    from zett_agent.parts import AudioPart, DocumentPart, ImagePart
+
+    if not isinstance(item, mcp_types.BlobResourceContents) or not item.mime_type:
+        return None
+    for cls in (ImagePart, DocumentPart, AudioPart):
+        try:
+            return cls.from_data_url(f"data:{item.mime_type};base64,{item.blob}")
+        except ValueError:
+            continue
+    return None
+
+
 ServerKey = int | str | None
 OnUpdate = Callable[[str], Awaitable[None] | None]
 
@@ -157,14 +173,18 @@ class ServerContent:
 
     async def resource_message(self, uri: str, *, server: ServerKey = None) -> UserMessage:
         """The resource as a user message to add to a conversation: each content
-        under a ``[resource URI type]`` line (a blob described, not sent)."""
+        under a ``[resource URI type]`` line; a blob that is an image, a document
+        or audio is also one of the message's ``parts`` (:mod:`zett_agent.parts`),
+        any other blob only described."""
         result = await self.read_resource(uri, server=server)
         connection = await self._owner(uri, server)
-        parts = [
+        lines = [
             _item_text(mcp_types.EmbeddedResource(type="resource", resource=item))[0]
             for item in result.contents
         ]
-        return UserMessage(connection.redact("\n".join(parts) or f"[resource {uri}: empty]"))
+        parts = [part for item in result.contents if (part := _media(item)) is not None]
+        text = connection.redact("\n".join(lines) or f"[resource {uri}: empty]")
+        return UserMessage(text, tuple(parts))
 
     async def subscribe(self, uri: str, on_update: OnUpdate, *, server: ServerKey = None) -> None:
         """Call ``on_update(uri)`` (plain or async) whenever the server says the

@@ -158,6 +158,13 @@ CASES = [
         _need_everything,
     ),
     Case(
+        "MCPTools(\n        servers, elicitation=ask",
+        lambda: [],
+        "['UserMessage', 'UserMessage', 'AssistantMessage']",
+        needs=need_mcp,
+        in_repository=True,  # it starts tests/mcp_servers/asking_server.py
+    ),
+    Case(
         "requires_approval(delete_file)",
         lambda: [
             anthropic_tools(
@@ -241,7 +248,10 @@ def test_block_runs_as_written(case: Case, tmp_path: Path) -> None:
             "ZETT_GOOGLE_BASE_URL": server.url,
             "GEMINI_API_KEY": "test",
             "ZETT_LLAMACPP_BASE_URL": server.url + "/v1",
-            "PATH": f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            # the npm test servers, and this interpreter as `python`
+            "PATH": os.pathsep.join(
+                [str(NODE_BIN), str(Path(sys.executable).parent), os.environ.get("PATH", "")]
+            ),
         }
         for _ in range(case.runs):
             done = run_block(code, env, ROOT if case.in_repository else tmp_path)

@@ -39,6 +39,7 @@ from zett_agent.cli.main import (
     MaxTokensOption,
     MaxTotalTokensOption,
     MaxTurnsOption,
+    McpAuthOption,
     McpOption,
     ModelOption,
     NewSessionOption,
@@ -100,6 +101,7 @@ def chat(
     latest: ContinueOption = False,
     attempt_timeout: AttemptTimeoutOption = None,
     mcp: McpOption = None,
+    mcp_auth: McpAuthOption = None,
     require_approval: RequireApprovalOption = None,
     yes: YesOption = False,
     max_cost: MaxCostOption = None,
@@ -128,6 +130,7 @@ def chat(
         new_session=is_new,
         model_variable=model_variable(ctx),
         mcp=tuple(mcp or ()),
+        mcp_auth=mcp_auth,
         require_approval=tuple(require_approval or ()),
         yes=yes,
         attempt_timeout=attempt_timeout,
@@ -194,7 +197,7 @@ async def chat_agent(options: RunOptions, out: Console, err: Console) -> int:
     try:
         async with (
             AgentClient(agent, options.db, session_id=options.session) as client,
-            mcp_tools(options.mcp, agent),
+            mcp_tools(options.mcp, agent, auth=options.mcp_auth),
         ):
             unoffered = unoffered_tool_choice(options.tool_choice, list(agent.tools))
             if unoffered is not None:

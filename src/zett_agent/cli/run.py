@@ -32,6 +32,7 @@ from zett_agent.cli.main import (
     MaxTokensOption,
     MaxTotalTokensOption,
     MaxTurnsOption,
+    McpAuthOption,
     McpOption,
     ModelOption,
     NewSessionOption,
@@ -137,6 +138,8 @@ class RunOptions:
     """The environment variable ``model`` came from (named in its errors), if any."""
     mcp: Sequence[str] = ()
     """``--mcp``: MCP server command lines or URLs whose tools are offered."""
+    mcp_auth: str | None = None
+    """``--mcp-auth``: ``oauth`` or ``command:CMD`` for the HTTP servers of ``--mcp``."""
     require_approval: Sequence[str] = ()
     """``--require-approval``: tool names (or ``all``) whose calls wait for approval."""
     yes: bool = False
@@ -230,6 +233,7 @@ def run(
     latest: ContinueOption = False,
     attempt_timeout: AttemptTimeoutOption = None,
     mcp: McpOption = None,
+    mcp_auth: McpAuthOption = None,
     require_approval: RequireApprovalOption = None,
     yes: YesOption = False,
     max_cost: MaxCostOption = None,
@@ -276,6 +280,7 @@ def run(
         new_session=is_new,
         model_variable=model_variable(ctx),
         mcp=tuple(mcp or ()),
+        mcp_auth=mcp_auth,
         require_approval=tuple(require_approval or ()),
         yes=yes,
         attempt_timeout=attempt_timeout,
@@ -497,7 +502,7 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
     try:
         agent = await open_agent(options, printer)
         asker = Asker(err, yes=options.yes)
-        async with mcp_tools(options.mcp, agent):
+        async with mcp_tools(options.mcp, agent, auth=options.mcp_auth):
             unoffered = unoffered_tool_choice(options.tool_choice, list(agent.tools))
             if unoffered is not None:
                 err.print(Text(f"✖ {unoffered}", style="bold red"), soft_wrap=True)

@@ -20,7 +20,14 @@ from typing import Annotated, Any
 
 import typer
 
-from zett_agent.cli.main import EXIT_CODES, ToolChoiceOption, app, err_console
+from zett_agent.cli.main import (
+    EXIT_CODES,
+    McpAuthOption,
+    McpOption,
+    ToolChoiceOption,
+    app,
+    err_console,
+)
 
 __all__ = ["DEFAULT_MODEL", "bind", "serve"]
 
@@ -67,6 +74,8 @@ def serve(
         list[str] | None,
         typer.Option(help="An origin allowed to call the API from another site (repeatable)."),
     ] = None,
+    mcp: McpOption = None,
+    mcp_auth: McpAuthOption = None,
 ) -> None:
     """Serve the agent over HTTP: a chat page at / and the AI SDK's UI message stream.
 
@@ -74,6 +83,7 @@ def serve(
     resumes cut-off answers and lists sessions. POST /api/chat speaks the Vercel AI
     SDK's UI message stream protocol (useChat), with a data-stop chunk per abnormal
     step. Only 127.0.0.1 by default; another address needs a bearer token.
+    --mcp servers' tools are offered; what they ask the person is a form in the page.
     """
     try:
         import uvicorn
@@ -100,7 +110,7 @@ def serve(
         offered = select_demo_tools(tools)
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--tools") from None
-    validate_tool_choice(tool_choice, offered)
+    validate_tool_choice(tool_choice, offered, tuple(mcp or ()))
     if token is None and not is_loopback(host):
         token = secrets.token_urlsafe(24)
     config = AgentRunConfig("zett-serve", instructions=system)
@@ -112,7 +122,7 @@ def serve(
         resolved = resolve_model(model)
     except ZettError as error:
         raise typer.BadParameter(str(error), param_hint="--model") from None
-    if tool_choice is None and offered and resolved.provider == "llamacpp":
+    if tool_choice is None and (offered or mcp) and resolved.provider == "llamacpp":
         tool_choice = "auto"  # its server shows the model no tools without a choice
     config.tool_choice = tool_choice
     settings = ServeSettings(
@@ -121,9 +131,21 @@ def serve(
         allowed_hosts=tuple(allowed_host or ()),
         cors_origins=tuple(cors_origin or ()),
     )
+    toolset = None
+    if mcp:
+        from zett_agent.cli.mcp_tools import mcp_toolset
+
+        try:
+            toolset = mcp_toolset(mcp, auth=mcp_auth)
+        except ZettError as error:
+            raise typer.BadParameter(str(error), param_hint="--mcp") from None
     try:
         web = create_app(
-            Agent(resolved, config, offered), SQLiteSessionStore(db), settings, owns=True
+            Agent(resolved, config, offered),
+            SQLiteSessionStore(db),
+            settings,
+            owns=True,
+            mcp=toolset,
         )
     except ValueError as error:
         raise typer.BadParameter(str(error)) from None
@@ -133,7 +155,7 @@ def serve(
     url = f"http://{shown}:{port}/" + (f"#token={token}" if token else "")
     names = ", ".join(tool.__name__ for tool in offered) or "none"
     out.print(f"zett serve: {url}", soft_wrap=True)
-    choice = f" (tool choice {tool_choice})" if tool_choice and offered else ""
+    choice = f" (tool choice {tool_choice})" if tool_choice and (offered or mcp) else ""
     out.print(
         f"  model {model}, tools: {names}{choice}, sessions in {db}", style="dim", soft_wrap=True
     )

@@ -19,6 +19,7 @@ from zett_agent.cli.main import (
     DEFAULT_MODEL,
     EXIT_CODES,
     MaxTokensOption,
+    McpAuthOption,
     McpOption,
     ModelOption,
     RequireApprovalOption,
@@ -221,6 +222,7 @@ def resume(
         bool, typer.Option("--json", help="Print one JSON record per event.")
     ] = False,
     mcp: McpOption = None,
+    mcp_auth: McpAuthOption = None,
     require_approval: RequireApprovalOption = None,
     yes: YesOption = False,
 ) -> None:
@@ -249,6 +251,7 @@ def resume(
         new_session=False,
         model_variable=model_variable(ctx),
         mcp=tuple(mcp or ()),
+        mcp_auth=mcp_auth,
         require_approval=tuple(require_approval or ()),
         yes=yes,
     )

@@ -189,3 +189,56 @@ async def test_under_auto_one_round_of_tools_then_the_answer(one_round: bool) ->
     else:
         assert choices == ["auto", "auto", "auto"]  # to max_turns
         assert message.stop is not None and message.stop.raw == "max_turns"
+
+
+ORPHAN_PARENT = textwrap.dedent(
+    """
+    # Starts the stand-in server through LocalLlamaModel, says its pid, and waits to
+    # be killed with SIGKILL (no cleanup of its own can run).
+    import sys, time, anyio
+    import zett_agent.local as local
+
+    local._check_server_installed = lambda: None
+
+    class StandIn(local.LocalLlamaModel):
+        def command(self, port):
+            return [sys.executable, sys.argv[1], "--port", str(port)]
+
+    model = StandIn("smollm2", model_path=sys.argv[2], startup_timeout=20)
+    anyio.run(model.ensure_ready)
+    print(model._process.pid, flush=True)
+    time.sleep(600)
+    """
+)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_killed_zett_leaves_no_server_behind(tmp_path: Path) -> None:
+    """The server has its own session (Ctrl-C is zett's), so nothing of the
+    terminal stops it: when zett is killed with SIGKILL the kernel stops it."""
+    import signal
+    import subprocess
+    import time
+
+    gguf = tmp_path / "stand-in.gguf"
+    gguf.write_bytes(b"")
+    script = tmp_path / "server.py"
+    script.write_text(FAKE_SERVER)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", ORPHAN_PARENT, str(script), str(gguf)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert parent.stdout is not None
+    server_pid = int(parent.stdout.readline())
+    os.kill(server_pid, 0)  # running
+    parent.send_signal(signal.SIGKILL)
+    parent.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(server_pid, 0)
+        except ProcessLookupError:
+            return  # stopped (and reaped by init)
+        time.sleep(0.1)
+    os.kill(server_pid, signal.SIGKILL)
+    pytest.fail("the server outlived the zett process that started it")

@@ -8,8 +8,10 @@ first and handed over, which another process could take in between), and reports
 it in its start-up line (uvicorn's ``Uvicorn running on http://127.0.0.1:PORT``),
 which zett reads from its stderr. The server runs in its own session, so Ctrl-C at
 the terminal reaches zett only (``zett chat`` goes on with the same server after
-cancelling an answer). With a base URL (``base_url=`` or
-``ZETT_LLAMACPP_BASE_URL``) it starts nothing and talks to that server.
+cancelling an answer); on Linux it gets SIGTERM when zett's starting thread ends
+however it ends (``PR_SET_PDEATHSIG``), so a killed zett leaves no server behind.
+With a base URL (``base_url=`` or ``ZETT_LLAMACPP_BASE_URL``) it starts nothing and
+talks to that server.
 
 A request without ``max_tokens`` is sent with :data:`DEFAULT_LOCAL_MAX_TOKENS`
 (512, or ``ZETT_LLAMACPP_MAX_TOKENS``): left to itself the server writes until its
@@ -75,12 +77,13 @@ import contextlib
 import importlib.util
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 import weakref
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
@@ -184,6 +187,27 @@ def _env_int(name: str, default: int) -> int:
 
 _LISTENING = re.compile(rb"Uvicorn running on https?://[^\s]*?:(\d+)")
 """uvicorn's start-up line, which names the port it bound (also for port 0)."""
+
+
+def _dies_with_parent() -> Callable[[], None] | None:
+    """On Linux, a function for ``preexec_fn`` that has the kernel send the server
+    SIGTERM when the thread that started it ends (zett killed with SIGKILL, its
+    terminal gone): in its own session, nothing else would stop it. The C function
+    is looked up here, before the fork. None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig = 1
+
+    def set_death_signal() -> None:
+        prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+
+    return set_death_signal
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
@@ -382,6 +406,7 @@ class LocalLlamaModel(Model):
             # its own session: Ctrl-C at the terminal (SIGINT to the foreground process
             # group) is zett's to handle; zett chat cancels an answer and goes on with it
             start_new_session=True,
+            preexec_fn=_dies_with_parent(),
         )
         self._finalizer = weakref.finalize(self, _kill, self._process)
         try:

@@ -44,6 +44,7 @@ import httpx
 from zett_agent.errors import ConfigError, ProviderError, TransportError
 from zett_agent.limits import CallTimeouts, ReadLimits
 from zett_agent.messages import AssistantMessage, Message
+from zett_agent.pool import ModelTransport
 from zett_agent.protocols import get_protocol
 from zett_agent.protocols.base import ModelRequest, ModelResponse, StreamEvent, WireProtocol
 from zett_agent.redact import Redactor, secrets_of
@@ -188,11 +189,10 @@ class Model:
         self._own_client = client is None
         self._client = client or httpx.AsyncClient(
             timeout=httpx.Timeout(backstop, connect=connect_timeout, pool=pool_timeout),
-            limits=httpx.Limits(
-                max_connections=max_connections,
-                max_keepalive_connections=min(20, max_connections),
+            transport=ModelTransport(
+                limits=httpx.Limits(max_connections=max_connections),
+                ssl_context=shared_ssl_context,
             ),
-            verify=shared_ssl_context(),
         )
 
     @property

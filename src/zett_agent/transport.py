@@ -288,6 +288,7 @@ async def _stream(
                         await anyio.lowlevel.checkpoint()
                 if total > max_body:
                     raise _LimitError("max_body_bytes", max_body)
+            framer.close()
         else:
             feed_line = decoder.feed_line
             lines = LineFramer(limits.max_event_bytes)

@@ -43,15 +43,20 @@ class _Lines:
     """Splits bytes into complete lines (without their ends); keeps the unfinished
     last line, bounded by ``limit``."""
 
-    __slots__ = ("_cr", "_limit", "_tail", "_tail_size")
+    __slots__ = ("_cr", "_limit", "_tail", "_tail_size", "error")
 
     def __init__(self, limit: int) -> None:
         self._limit = limit
         self._tail: list[bytes] = []
         self._tail_size = 0
         self._cr = False  # the last chunk ended with "\r": a "\n" next is the same line end
+        self.error: FrameTooLargeError | None = None
+        """A line over the limit that followed complete lines in one chunk: those
+        lines were returned, and this is raised by the next call."""
 
     def split(self, chunk: bytes) -> list[bytes]:
+        if self.error is not None:
+            raise self.error
         if self._cr:
             self._cr = False
             if chunk[:1] == b"\n":
@@ -75,7 +80,10 @@ class _Lines:
         elif last != b"\n":
             rest = lines.pop()
             if len(rest) > self._limit:
-                raise FrameTooLargeError(len(rest), self._limit)
+                self.error = FrameTooLargeError(len(rest), self._limit)
+                if not lines:
+                    raise self.error
+                return lines  # the complete lines first; the error at the next call
             self._tail.append(rest)
             self._tail_size = len(rest)
         return lines
@@ -101,7 +109,7 @@ class SSEFramer:
     line when the body ends is dropped (a truncated stream).
     """
 
-    __slots__ = ("_data", "_event", "_limit", "_lines", "_size")
+    __slots__ = ("_data", "_error", "_event", "_limit", "_lines", "_size")
 
     def __init__(self, max_event_bytes: int) -> None:
         self._limit = max_event_bytes
@@ -109,9 +117,17 @@ class SSEFramer:
         self._event: bytes | None = None
         self._data: list[bytes] = []
         self._size = 0
+        self._error: FrameTooLargeError | None = None
 
     def feed(self, chunk: bytes) -> list[tuple[str, str]]:
-        """The events completed by ``chunk``; raises :class:`FrameTooLargeError`."""
+        """The events completed by ``chunk``; raises :class:`FrameTooLargeError`.
+
+        Events completed before the one over the limit in the same chunk are
+        returned first; the error is raised by the next :meth:`feed` or :meth:`close`.
+        """
+        error = self._error or self._lines.error
+        if error is not None:
+            raise error
         if chunk[:1] in _NEWLINES and self._lines.idle and not chunk.strip(_NEWLINES):
             # only line ends (keep-alive newlines, a blank-line flood): at most one dispatch
             if self._data or self._event is not None:
@@ -129,12 +145,22 @@ class SSEFramer:
                 data.append(value)
                 self._size += len(value) + 1
                 if self._size > self._limit:
-                    raise FrameTooLargeError(self._size, self._limit)
+                    self._error = FrameTooLargeError(self._size, self._limit)
+                    if not out:
+                        raise self._error
+                    return out
             elif line[:1] != b":":
                 name, _, value = line.partition(b":")
                 if name == b"event":
                     self._event = value[1:] if value[:1] == b" " else value
         return out
+
+    def close(self) -> None:
+        """At the end of the body: raises the :class:`FrameTooLargeError` a last
+        :meth:`feed` deferred (an unfinished event is dropped)."""
+        error = self._error or self._lines.error
+        if error is not None:
+            raise error
 
     def _dispatch(self, out: list[tuple[str, str]]) -> list[tuple[str, str]]:
         event = self._event.decode("utf-8", "replace") if self._event else "message"
@@ -163,6 +189,9 @@ class LineFramer:
         ]
 
     def close(self) -> list[str]:
+        """A last line without its newline; raises a deferred :class:`FrameTooLargeError`."""
+        if self._lines.error is not None:
+            raise self._lines.error
         return self.feed(b"\n") if self._lines.pending else []
 
 

@@ -12,10 +12,11 @@ against ``bench/server.py``'s paced OpenAI Chat stream (20 text deltas, 5 every
 concurrent ``Model.stream()`` calls through one ``httpx.AsyncClient`` whose
 transport is the candidate, twice: a **cold** wave (every connection is new) and a
 **warm** wave (the pool's connections are reused); aiohttp is imported before
-either wave for every candidate (its one-time import is not a pool's cost). Printed per transport: the
-process's CPU per wave (``time.process_time``), time to the first stream event
-p50/p99, the wave's wall time, each against httpx's default transport measured in
-the same round. Candidates (each skipped with a note when its package is absent):
+either wave for every candidate (its one-time import is not a pool's cost).
+Printed per transport: the process's CPU per wave (``time.process_time``), time
+to the first stream event p50/p99, the wave's wall time, each against httpx's
+default transport measured in the same round. Candidates (each skipped with a
+note when its package is absent):
 
 =====================  ===========================================================
 ``httpx``              httpx's default transport (httpcore's pool)
@@ -231,11 +232,11 @@ def available(name: str) -> str | None:
 
 
 async def client_run(name: str, url: str, streams: int) -> dict[str, Any]:
+    import importlib.util
+
     from zett_agent.messages import UserMessage
     from zett_agent.models import Model
     from zett_agent.protocols.base import ModelRequest, ModelResponse
-
-    import importlib.util
 
     if importlib.util.find_spec("aiohttp") is not None:
         import aiohttp  # noqa: F401  (imported before timing, for every candidate alike)
@@ -359,11 +360,12 @@ def reduce(results: dict[int, dict[str, list[dict[str, Any]]]]) -> dict[str, Any
                 }
                 if base is not None and len(base) == len(rounds):
                     figures["cpu_vs_httpx"] = statistics.median(
-                        r[wave]["cpu_ms"] / b[wave]["cpu_ms"] for r, b in zip(rounds, base)
+                        r[wave]["cpu_ms"] / b[wave]["cpu_ms"]
+                        for r, b in zip(rounds, base, strict=True)
                     )
                     figures["p99_vs_httpx"] = statistics.median(
                         r[wave]["first_p99_ms"] / b[wave]["first_p99_ms"]
-                        for r, b in zip(rounds, base)
+                        for r, b in zip(rounds, base, strict=True)
                     )
                 row[wave] = figures
             rows[name] = row

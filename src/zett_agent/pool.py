@@ -56,11 +56,13 @@ import httpx
 if TYPE_CHECKING:
     import aiohttp
 
-__all__ = ["ModelTransport"]
+__all__ = ["DEFAULT_LIMITS", "ModelTransport"]
+
+DEFAULT_LIMITS = httpx.Limits(max_connections=100)
+"""A transport's limits when none are given (a Model passes its own ``max_connections``)."""
 
 MAX_HEADER_LINE = 64 * 1024
 """The longest response status or header line, in bytes (aiohttp's default: 8190)."""
-
 
 
 class ModelTransport(httpx.AsyncBaseTransport):
@@ -77,7 +79,7 @@ class ModelTransport(httpx.AsyncBaseTransport):
     def __init__(
         self,
         *,
-        limits: httpx.Limits = httpx.Limits(max_connections=100),
+        limits: httpx.Limits = DEFAULT_LIMITS,
         ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
     ) -> None:
         self.limits = limits

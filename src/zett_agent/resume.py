@@ -55,6 +55,8 @@ def cancelling(limit: str, why: str) -> Iterator[None]:
         yield
     finally:
         _CANCEL_REASON.reset(token)
+
+
 CONTINUE_PROMPT = "Continue exactly where you stopped."
 
 

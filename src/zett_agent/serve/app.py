@@ -436,6 +436,7 @@ class UIStreamResponse(StreamingResponse):
                                     with cancelling("slow_client_timeout", why):
                                         await chunks.aclose()
                                     outbox.stalled = True
+                                    group.cancel_scope.cancel()  # the sender waits on the client
                                     return
                     finally:
                         outbox.close()

@@ -22,14 +22,16 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cached_property, partial
-from typing import Any, TypeVar, get_type_hints, overload
+from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints, overload
 
 import anyio
 import anyio.to_thread
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from zett_agent.messages import MAX_JSON_DEPTH, ToolCall, ToolResultMessage, json_too_deep
 from zett_agent.protocols.base import ToolSpec
+
+if TYPE_CHECKING:  # pydantic's model machinery is imported by the first as_tool
+    from pydantic import BaseModel, ValidationError
 
 __all__ = ["Tool", "as_tool", "error_result", "idempotent", "is_idempotent"]
 
@@ -94,6 +96,8 @@ class Tool:
             return error_result(
                 call, f"the arguments are nested deeper than {MAX_JSON_DEPTH} levels; not run"
             )
+        from pydantic import ValidationError
+
         try:
             validated = self.arguments.model_validate(raw)
         except ValidationError as error:
@@ -130,6 +134,8 @@ def as_tool(function: Callable[..., Any] | Tool, *, timeout: float | None = None
     ``TypeError`` for ``*args``/``**kwargs``."""
     if isinstance(function, Tool):
         return function if timeout is None else replace(function, timeout=timeout)
+    from pydantic import ConfigDict, Field, create_model
+
     hints = get_type_hints(function)
     doc = inspect.getdoc(function) or ""
     summary, param_docs = _parse_doc(doc)

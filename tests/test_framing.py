@@ -101,6 +101,31 @@ def test_an_event_of_many_lines_is_bounded() -> None:
         framer.feed(b"data: " + b"y" * 100 + b"\n" + b"data: zz\n" * 400)
 
 
+def test_events_before_an_oversized_one_in_the_same_chunk_come_first() -> None:
+    """One network read may hold complete events and then one over the limit (a
+    transport that reads more at a time): the complete ones are returned, and the
+    limit is raised by the next feed, or by close() when the body ends there."""
+    chunk = b"data: a\n\ndata: b\n\ndata: " + b"x" * 100 + b"\n\n"
+    framer = SSEFramer(64)
+    assert framer.feed(chunk) == [("message", "a"), ("message", "b")]
+    with pytest.raises(FrameTooLargeError):
+        framer.feed(b"data: c\n\n")
+    ended = SSEFramer(64)
+    assert ended.feed(chunk) == [("message", "a"), ("message", "b")]
+    with pytest.raises(FrameTooLargeError):
+        ended.close()
+    # a line still waiting for its end, past the limit, after complete lines
+    waiting = SSEFramer(64)
+    assert waiting.feed(b"data: a\n\ndata: " + b"y" * 100) == [("message", "a")]
+    with pytest.raises(FrameTooLargeError):
+        waiting.close()
+    lines = LineFramer(64)
+    assert lines.feed(b'{"a": 1}\n' + b"z" * 100) == ['{"a": 1}']
+    with pytest.raises(FrameTooLargeError):
+        lines.close()
+    assert SSEFramer(64).close() is None  # nothing deferred: nothing raised
+
+
 def test_lines_under_the_limit_pass() -> None:
     framer = SSEFramer(1000)
     assert framer.feed(b"data: " + b"x" * 990 + b"\n\n") == [("message", "x" * 990)]

@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # pydantic's model machinery is imported by the first as_tool
 
 __all__ = ["Tool", "as_tool", "error_result", "idempotent", "is_idempotent"]
 
-_ARG_LINE = re.compile(r"^(\w+)\s*(?:\([^)]*\))?:\s*(.+)$")  # "name (type): text"
+_ARG_LINE = r"^(\w+)\s*(?:\([^)]*\))?:\s*(.+)$"  # "name (type): text"; re caches it
 _IDEMPOTENT = "__zett_idempotent__"
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -204,7 +204,7 @@ def _parse_doc(doc: str) -> tuple[str, dict[str, str]]:
         if section == "summary":
             summary_lines.append(line)
         elif section == "args":
-            match = _ARG_LINE.match(stripped)
+            match = re.match(_ARG_LINE, stripped)
             if match:
                 params[match.group(1)] = match.group(2).strip()
     return "\n".join(summary_lines).strip(), params

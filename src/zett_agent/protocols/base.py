@@ -31,18 +31,21 @@ from zett_agent.errors import (
     looks_like_context_overflow,
 )
 from zett_agent.messages import AssistantMessage, Message, ModelAttempt, ToolCall, Usage
+from zett_agent.protocols.arguments import ArgumentText, Shape
 from zett_agent.stop import StopInfo, StopReason
 from zett_agent.vendors import (
     ServerTool,
     Vendor,
     dig,
     match_http_refusal,
+    output_fields,
     rate_limit_fields,
     reasoning_fields,
     server_tool_fields,
 )
 
 __all__ = [
+    "AMBIGUOUS_TOOL_ARGUMENTS",
     "CUT_TOOL_CALLS",
     "Decoder",
     "ErrorFields",
@@ -50,6 +53,7 @@ __all__ = [
     "HTTPRequest",
     "ModelRequest",
     "ModelResponse",
+    "OutputFormat",
     "Pieces",
     "ReasoningDelta",
     "ResponseBuilder",
@@ -63,7 +67,9 @@ __all__ = [
     "is_json_object",
     "load_json",
     "merge_options",
+    "names_in",
     "parse_json",
+    "raw_value",
     "retry_after_seconds",
 ]
 
@@ -119,6 +125,17 @@ class ToolSpec:
         return {"name": self.name, "description": self.description, schema: dict(self.parameters)}
 
 
+@dataclass(frozen=True)
+class OutputFormat:
+    """A structured answer asked for in the provider's native mode: the answer's
+    text is JSON matching ``schema`` (an object root), named ``name``. Each vendor
+    row says how it is written (:func:`zett_agent.vendors.output_fields`)."""
+
+    name: str
+    schema: Mapping[str, Any]
+    description: str = ""
+
+
 @dataclass
 class ModelRequest:
     """One request to a model, before it is put in a provider's wire format.
@@ -132,7 +149,9 @@ class ModelRequest:
     ``server_tools``: provider-run tools declared beside ``tools``
     (:class:`~zett_agent.vendors.ServerTool`). ``prompt_cache``: place cache
     breakpoints where the protocol has them (Anthropic); ``prompt_cache_key``:
-    OpenAI's cache routing key (sent on rows that take it).
+    OpenAI's cache routing key (sent on rows that take it). ``output``: a
+    structured answer in the provider's native mode (:class:`OutputFormat`;
+    tool mode is ``tools`` and ``tool_choice``, set by the loop).
     """
 
     model: str
@@ -148,6 +167,7 @@ class ModelRequest:
     server_tools: Sequence[ServerTool] = ()
     prompt_cache: bool = False
     prompt_cache_key: str | None = None
+    output: OutputFormat | None = None
 
     def sampling(
         self, *, max_tokens: str | None, stop: str | None, temperature: str = "temperature"
@@ -234,7 +254,7 @@ class _CallAccumulator:
         self.index = index
         self.id: str | None = None
         self.name: str | None = None
-        self.arguments = Pieces()
+        self.arguments = ArgumentText()
         self.closed: bool | None = None  # None: the wire does not say (see build)
 
 
@@ -332,6 +352,12 @@ class ResponseBuilder:
         if call is not None:
             call.closed = closed
 
+    def read_arguments(self, key: Hashable) -> tuple[str, Shape | None] | None:
+        """The argument text of call ``key`` as :meth:`tool_calls` reads it, and the
+        repeated shape found (None: no such call), for a decoder's provider record."""
+        call = self._calls.get(key)
+        return call.arguments.read() if call is not None else None
+
     def call_closed(self, key: Hashable) -> bool | None:
         """What :meth:`close_call` recorded for ``key`` (None: nothing, or no such call)."""
         call = self._calls.get(key)
@@ -360,14 +386,16 @@ class ResponseBuilder:
         return self._reasoning.join()
 
     def tool_calls(self, *, truncated: bool = False) -> tuple[ToolCall, ...]:
-        """The calls so far, in order. ``closed`` is what the wire said; a call it
-        said nothing about is closed, except under an output limit (``truncated``,
-        see :meth:`build`)."""
+        """The calls so far, in order, their arguments read as
+        :meth:`~zett_agent.protocols.arguments.ArgumentText.read` reads them (an
+        exact repeat or cumulative fragments give the arguments once). ``closed`` is
+        what the wire said; a call it said nothing about is closed, except under an
+        output limit (``truncated``, see :meth:`build`)."""
         calls = [
             ToolCall(
                 id=c.id or f"call_{c.index}",
                 name=c.name or "",
-                arguments=c.arguments.join() or "{}",
+                arguments=c.arguments.read()[0] or "{}",
                 closed=c.closed is not False,
             )
             for c in self._calls.values()
@@ -397,6 +425,12 @@ class ResponseBuilder:
           ``tool_use`` block with no ``content_block_stop`` under ``tool_use``) makes
           the answer broken: INTERRUPTED, raw kept, so no tool of it runs
           (ARCHITECTURE.md says why this reason);
+        * argument fragments that repeat themselves (:mod:`~zett_agent.protocols.arguments`):
+          an exact repeat or cumulative fragments give the arguments once, named in
+          ``detail["repeated_tool_arguments"]`` / ``["cumulative_tool_arguments"]``;
+          an ambiguous repeat (a complete JSON value followed by more) is never
+          guessed at: the answer is INTERRUPTED (raw kept, so the loop withholds its
+          calls) with ``detail["ambiguous_tool_arguments"]`` naming the calls;
         * the content decides between the normal ends (seed 003): END_TURN with
           tool calls is TOOL_USE, TOOL_USE without any is END_TURN (raw kept);
         * ``category`` is None for a normal end; for an abnormal stop without a
@@ -405,6 +439,9 @@ class ResponseBuilder:
         """
         calls = self.tool_calls(truncated=stop_info.truncated)
         stop_info = _with_cut_calls(stop_info, calls)
+        if self._calls:
+            shapes = [c.arguments.read()[1] for c in self._calls.values()]
+            stop_info = _with_shapes(stop_info, calls, shapes)
         if stop_info.ok:
             reason = StopReason.TOOL_USE if calls else StopReason.END_TURN
             if reason is not stop_info.reason or stop_info.category is not None:
@@ -426,6 +463,15 @@ CUT_TOOL_CALLS = "cut_tool_calls"
 """``StopInfo.detail`` key: the names of the calls the wire did not finish (in order)."""
 
 
+def names_in(detail: Mapping[str, Any], key: str) -> list[str]:
+    """The tool-call names listed under ``detail[key]`` (``withheld_tool_calls``,
+    ``cut_tool_calls``...): the strings of a list, nothing else. Provider text can
+    reach ``detail`` (Anthropic's ``stop_details`` fields), so a reader never walks
+    what it holds: a deep or odd value there gives no names rather than an error."""
+    value = detail.get(key)
+    return [name for name in value if isinstance(name, str)] if isinstance(value, list) else []
+
+
 def _with_cut_calls(info: StopInfo, calls: Sequence[ToolCall]) -> StopInfo:
     """``info`` naming the open calls; INTERRUPTED when a normal end left one open."""
     cut = [c.name for c in calls if not c.closed]
@@ -440,6 +486,38 @@ def _with_cut_calls(info: StopInfo, calls: Sequence[ToolCall]) -> StopInfo:
             detail={**info.detail, CUT_TOOL_CALLS: cut},
         )
     return info.with_detail(**{CUT_TOOL_CALLS: cut})
+
+
+AMBIGUOUS_TOOL_ARGUMENTS = "ambiguous_tool_arguments"
+"""``StopInfo.detail`` key: the calls whose argument fragments repeated in a way that
+cannot be read without guessing (their answer is INTERRUPTED, its calls withheld)."""
+
+_WITHHOLDING = frozenset({StopReason.REFUSAL, StopReason.INTERRUPTED})
+
+
+def _with_shapes(
+    info: StopInfo, calls: Sequence[ToolCall], shapes: Sequence[Shape | None]
+) -> StopInfo:
+    """``info`` naming the calls whose fragments repeated (``shapes``: each call's);
+    INTERRUPTED for an ambiguous one that would otherwise run (a cut call never runs
+    anyway)."""
+    detail: dict[str, list[str]] = {}
+    for call, shape in zip(calls, shapes, strict=True):
+        if shape is not None:
+            detail.setdefault(f"{shape}_tool_arguments", []).append(call.name)
+    if not detail:
+        return info
+    ambiguous = detail.get(AMBIGUOUS_TOOL_ARGUMENTS, [])
+    would_run = any(s == "ambiguous" and c.closed for c, s in zip(calls, shapes, strict=True))
+    if would_run and info.reason not in _WITHHOLDING:
+        return StopInfo(
+            StopReason.INTERRUPTED,
+            info.raw,
+            message="the provider sent tool-call arguments that repeat in a way that "
+            "cannot be read without guessing: " + ", ".join(ambiguous),
+            detail={**info.detail, **detail},
+        )
+    return info.with_detail(**detail)
 
 
 def apply_output_limit(response: ModelResponse, max_tokens: int | None) -> ModelResponse:
@@ -713,18 +791,26 @@ def load_json(body: bytes | str) -> Any:
 def add_settings(body: dict[str, Any], request: ModelRequest, vendor: Vendor) -> dict[str, Any]:
     """Write the request's portable settings into ``body`` as ``vendor``'s row says:
     ``reasoning`` (:func:`~zett_agent.vendors.reasoning_fields`, dotted paths into
-    nested objects), ``server_tools`` after the agent's own tools
+    nested objects), a native structured ``output``
+    (:func:`~zett_agent.vendors.output_fields`, into the same nested objects:
+    Anthropic's ``output_config`` holds both ``effort`` and ``format``),
+    ``server_tools`` after the agent's own tools
     (:func:`~zett_agent.vendors.server_tool_fields`), and ``prompt_cache_key`` on
     rows that take it. Raises :class:`~zett_agent.errors.ConfigError` for a
     setting the row does not have. Every protocol calls it, then
     :func:`merge_options`."""
+    fields: dict[str, Any] = {}
     if request.reasoning is not None:
-        for path, value in reasoning_fields(vendor, request.reasoning).items():
-            *parents, leaf = path.split(".")
-            node = body
-            for part in parents:
-                node = node.setdefault(part, {})
-            node[leaf] = value
+        fields.update(reasoning_fields(vendor, request.reasoning))
+    if request.output is not None:
+        output = request.output
+        fields.update(output_fields(vendor, output.name, output.schema, output.description))
+    for path, value in fields.items():
+        *parents, leaf = path.split(".")
+        node = body
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
     for tool in request.server_tools:
         shape = server_tool_fields(vendor, tool)
         if shape.append:
@@ -843,6 +929,18 @@ def stop(
 def as_text(value: Any) -> str | None:
     """``value`` if it is a non-empty string, else None."""
     return value if isinstance(value, str) and value else None
+
+
+def raw_value(value: Any) -> str | None:
+    """A provider's stop value as ``StopInfo.raw`` keeps it: a non-empty string as it
+    is; a number or a boolean as its JSON text (``42`` -> ``"42"``, seed 001: a value
+    no table knows is OTHER "with the original kept"); None for anything else
+    (absent, null, empty, an object or an array)."""
+    if type(value) is str:
+        return value or None
+    if type(value) in (int, float, bool):
+        return json.dumps(value)
+    return None
 
 
 # JSON-shape accessors: json.loads makes only dict, list, str, int, float, bool and

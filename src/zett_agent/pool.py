@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -71,7 +72,7 @@ class ModelTransport(httpx.AsyncBaseTransport):
     Args:
         limits: ``max_connections`` (None: no limit) and ``keepalive_expiry``.
         ssl_context: a TLS context, or a function returning one (called by the
-            first request, so making a transport loads no CA bundle).
+            first https request, so making a transport loads no CA bundle).
 
     Use it as ``httpx.AsyncClient(transport=ModelTransport(...))``.
     """
@@ -88,6 +89,7 @@ class ModelTransport(httpx.AsyncBaseTransport):
         self._session: aiohttp.ClientSession | None = None
         self._slots: asyncio.Semaphore | None = None
         self._fallback: httpx.AsyncHTTPTransport | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
         self._timeouts: dict[tuple[float | None, float | None], Any] = {}
 
     # ------------------------------------------------------------ set-up
@@ -100,12 +102,13 @@ class ModelTransport(httpx.AsyncBaseTransport):
     def _open(self, loop: asyncio.AbstractEventLoop) -> aiohttp.ClientSession:
         import aiohttp
 
-        if self._session is not None and not self._session.closed:
-            self._session.detach()  # another loop's: its connections cannot serve this one
+        if self._session is not None:
+            _abandon(self._session)  # another loop's: its connections cannot serve this one
+        if self._finalizer is not None:
+            self._finalizer.detach()
         connector = aiohttp.TCPConnector(
             limit=0,  # the slots below bound the connections
             keepalive_timeout=self.limits.keepalive_expiry or 0.0,
-            ssl=self._context() or True,
         )
         self._session = aiohttp.ClientSession(
             connector=connector,
@@ -114,6 +117,9 @@ class ModelTransport(httpx.AsyncBaseTransport):
             max_line_size=MAX_HEADER_LINE,
             max_field_size=MAX_HEADER_LINE,
         )
+        # a transport dropped without aclose() (an agent never closed) closes its
+        # connections quietly, as httpx's pool does, instead of aiohttp's report
+        self._finalizer = weakref.finalize(self, _abandon, self._session)
         limit = self.limits.max_connections
         self._slots = asyncio.Semaphore(limit) if limit is not None else None
         self._loop = loop
@@ -182,6 +188,7 @@ class ModelTransport(httpx.AsyncBaseTransport):
                     data=body,
                     allow_redirects=False,
                     timeout=self._timeout(timeouts.get("connect"), timeouts.get("read")),
+                    ssl=(self._context() or True) if request.url.scheme == "https" else True,
                     server_hostname=request.extensions.get("sni_hostname"),
                 )
             except Exception as error:
@@ -202,6 +209,8 @@ class ModelTransport(httpx.AsyncBaseTransport):
         )
 
     async def aclose(self) -> None:
+        if self._finalizer is not None:
+            self._finalizer.detach()
         session, self._session = self._session, None
         if session is not None and not session.closed:
             try:
@@ -210,6 +219,8 @@ class ModelTransport(httpx.AsyncBaseTransport):
                 running = None
             if running is self._loop:
                 await session.close()
+            else:
+                _abandon(session)
         if self._fallback is not None:
             await self._fallback.aclose()
 
@@ -252,6 +263,22 @@ class _Body(httpx.AsyncByteStream):
             slots, self._slots = self._slots, None
             if slots is not None:
                 slots.release()
+
+
+def _abandon(session: aiohttp.ClientSession) -> None:
+    """Close a session that cannot be awaited (its loop is gone or another thread's):
+    its sockets are closed without the shutdown handshake, and aiohttp does not
+    report it as unclosed when it is collected."""
+    if session.closed:
+        return
+    connector = session.connector
+    session.detach()
+    close = getattr(connector, "_close", None)  # aiohttp 3.x: close()'s synchronous part
+    if close is not None:
+        try:
+            close(abort_ssl=True)
+        except Exception:  # pragma: no cover - a loop already torn down
+            pass
 
 
 async def _chunks(stream: httpx.AsyncByteStream) -> AsyncIterator[bytes]:

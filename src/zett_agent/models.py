@@ -36,6 +36,7 @@ import random
 import ssl
 import weakref
 from collections.abc import AsyncGenerator, Mapping
+from contextlib import aclosing
 from dataclasses import replace
 from importlib import import_module
 from typing import Any, Protocol
@@ -53,7 +54,7 @@ from zett_agent.redact import Redactor, secrets_of
 from zett_agent.transport import send
 from zett_agent.vendors import Vendor, get_vendor
 
-__all__ = ["Model", "ModelClient", "resolve_model", "shared_ssl_context"]
+__all__ = ["Model", "ModelClient", "resolve_model", "shared_ssl_context", "stream_chunks"]
 
 
 @functools.cache
@@ -268,6 +269,21 @@ class Model:
         :attr:`max_retries`). Secrets in provider text are redacted
         (:mod:`zett_agent.redact`).
         """
+        async with aclosing(self.stream_chunks(request, max_retries=max_retries)) as chunks:
+            async for item in chunks:
+                if isinstance(item, list):
+                    for event in item:
+                        yield event
+                else:
+                    yield item
+
+    async def stream_chunks(
+        self, request: ModelRequest, *, max_retries: int | None = None
+    ) -> AsyncGenerator[list[StreamEvent] | ModelResponse, None]:
+        """As :meth:`stream`, with the events of each network chunk in one list
+        (never empty), then the :class:`ModelResponse`: one item per chunk for a
+        consumer that takes events in batches (the agent loop, through
+        :func:`stream_chunks`)."""
         retries = self.max_retries if max_retries is None else max_retries
         await self.ensure_ready()
         request = replace(request, model=request.model or self.name)
@@ -301,13 +317,12 @@ class Model:
                     secrets=self.secrets,
                 ):
                     yielded = True
-                    if type(item) is ModelResponse:
+                    if isinstance(item, list):  # one network chunk's events
+                        yield [redactor.event(e) for e in item] if redactor else item
+                    else:
                         if redactor:
                             item = redactor.response(item)
-                        item = _stamped(item, origin)
-                    elif redactor:
-                        item = redactor.event(item)  # type: ignore[arg-type]
-                    yield item
+                        yield _stamped(item, origin)
                 return
             except (ProviderError, TransportError) as error:
                 if self._redactor:
@@ -331,6 +346,18 @@ class Model:
             if isinstance(item, ModelResponse):
                 return item
         raise TransportError("the call ended without a response")  # pragma: no cover
+
+
+def stream_chunks(
+    model: ModelClient, request: ModelRequest
+) -> AsyncGenerator[list[StreamEvent] | StreamEvent | ModelResponse, None]:
+    """``model``'s stream of ``request`` with events in per-chunk lists where it can:
+    :meth:`Model.stream_chunks` for a :class:`Model` whose ``stream`` is Model's own
+    (a subclass that changes ``stream``, such as the local model, and every other
+    :class:`ModelClient` give their ``stream``: one event per item)."""
+    if type(model).stream is Model.stream:
+        return model.stream_chunks(request)  # type: ignore[attr-defined,no-any-return]
+    return model.stream(request)
 
 
 def own_records(messages: list[Message], origin: Mapping[str, str]) -> list[Message]:

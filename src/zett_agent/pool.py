@@ -22,6 +22,9 @@ What this adapter does that ``httpx-aiohttp`` 0.2.0 does not (each is tested):
   for one is bounded by the request's ``pool`` timeout and raises
   ``httpx.PoolTimeout`` (httpx-aiohttp folds the wait into aiohttp's connect
   timeout: a ``ConnectTimeout``, retried as if the provider were unreachable).
+* **What arrived before a failure is read.** aiohttp raises a dropped
+  connection's error before the bytes it buffered ahead of it; they are passed on
+  first (the text, the tool-call fragments before the drop), then the error.
 * **Errors mean what they say.** A server that closes the connection is
   ``httpx.RemoteProtocolError`` (before the headers, or a body cut short), a reset
   ``httpx.ReadError``, a failed connect ``httpx.ConnectError``, a connect timeout
@@ -47,6 +50,7 @@ loop's connections cannot be used from another loop).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
 import weakref
 from collections.abc import AsyncIterator, Callable
@@ -250,6 +254,11 @@ class _Body(httpx.AsyncByteStream):
                 elif not chunk_end:  # the end of the body
                     return
         except Exception as error:
+            # aiohttp raises a failure before handing out what arrived ahead of it
+            # (text before a dropped connection): that goes first, as httpcore does
+            rest = _buffered(self._response.content)
+            if rest:
+                yield rest
             raise _mapped(error, self._request, before_headers=False) from error
 
     async def aclose(self) -> None:
@@ -265,6 +274,16 @@ class _Body(httpx.AsyncByteStream):
                 slots.release()
 
 
+def _buffered(content: Any) -> bytes:
+    """The bytes a failed aiohttp body still holds unread (its buffer: aiohttp 3.x)."""
+    buffer = getattr(content, "_buffer", None)
+    if not buffer:
+        return b""
+    data = b"".join(buffer)
+    buffer.clear()
+    return data
+
+
 def _abandon(session: aiohttp.ClientSession) -> None:
     """Close a session that cannot be awaited (its loop is gone or another thread's):
     its sockets are closed without the shutdown handshake, and aiohttp does not
@@ -275,10 +294,8 @@ def _abandon(session: aiohttp.ClientSession) -> None:
     session.detach()
     close = getattr(connector, "_close", None)  # aiohttp 3.x: close()'s synchronous part
     if close is not None:
-        try:
+        with contextlib.suppress(Exception):  # a loop already torn down
             close(abort_ssl=True)
-        except Exception:  # pragma: no cover - a loop already torn down
-            pass
 
 
 async def _chunks(stream: httpx.AsyncByteStream) -> AsyncIterator[bytes]:

@@ -98,7 +98,6 @@ from zett_agent.protocols.base import ModelRequest, ModelResponse, names_in
 from zett_agent.stop import StopInfo
 from zett_agent.vendors import VENDORS
 
-
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
@@ -368,7 +367,8 @@ class Telemetry:
         """Make ``span`` current inside a ``with`` block (nothing when None)."""
         if span is None:
             return _NULL
-        return _otel().use_span(span, end_on_exit=False)
+        current: AbstractContextManager[Any] = _otel().use_span(span, end_on_exit=False)
+        return current
 
     def end_tool(
         self,

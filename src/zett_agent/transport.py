@@ -77,8 +77,12 @@ async def send(
     timeouts: CallTimeouts | None = None,
     limits: ReadLimits | None = None,
     secrets: frozenset[str] = frozenset(),
-) -> AsyncIterator[StreamEvent | ModelResponse]:
+) -> AsyncIterator[list[StreamEvent] | ModelResponse]:
     """Send ``request`` to ``url`` and yield stream events, then one ModelResponse.
+
+    The events come in lists, one list per network chunk that made any (never an
+    empty list), so the layers between the socket and the consumer pass one item
+    per chunk, not one per event; :meth:`Model.stream` yields them one by one.
 
     Raises :class:`~zett_agent.errors.ProviderError` (from the decoder) for an
     error status that is not a refusal, and a :class:`TransportError` (or one of
@@ -110,7 +114,7 @@ async def _send(
     timeout: httpx.Timeout | None,
     limits: ReadLimits,
     secrets: frozenset[str],
-) -> AsyncIterator[StreamEvent | ModelResponse]:
+) -> AsyncIterator[list[StreamEvent] | ModelResponse]:
     sent_headers = {"accept-encoding": "gzip, deflate", **headers, **request.headers}
     try:
         response = await _open(client, url, request, sent_headers, watch, timeout, secrets)
@@ -177,7 +181,7 @@ async def _read(
     decoder: Decoder,
     watch: Watchdog,
     limits: ReadLimits,
-) -> AsyncIterator[StreamEvent | ModelResponse]:
+) -> AsyncIterator[list[StreamEvent] | ModelResponse]:
     status = response.status_code
     try:
         if status >= 300:
@@ -257,7 +261,7 @@ async def _stream(
     decoder: Decoder,
     watch: Watchdog,
     limits: ReadLimits,
-) -> AsyncIterator[StreamEvent | ModelResponse]:
+) -> AsyncIterator[list[StreamEvent] | ModelResponse]:
     """The hot path: frames to the decoder, events out, the limits checked per chunk."""
     why: str | None = None
     limit: str | None = None
@@ -268,15 +272,14 @@ async def _stream(
             feed_sse = decoder.feed_sse
             framer = SSEFramer(limits.max_event_bytes)
             async for data in _pieces(response, watch):
-                produced = False
+                batch: list[StreamEvent] = []
                 for name, payload in framer.feed(data):
                     events = feed_sse(name, payload)
                     if events:
-                        produced = True
-                        for event in events:
-                            yield event
+                        batch += events
                 total += len(data)
-                if produced:
+                if batch:
+                    yield batch  # one item per network chunk through the layers above
                     watch.last = time.monotonic()
                     skipped = next_yield = 0
                 else:
@@ -293,15 +296,14 @@ async def _stream(
             feed_line = decoder.feed_line
             lines = LineFramer(limits.max_event_bytes)
             async for data in _pieces(response, watch):
-                produced = False
+                batch = []
                 for line in lines.feed(data):
                     events = feed_line(line)
                     if events:
-                        produced = True
-                        for event in events:
-                            yield event
+                        batch += events
                 total += len(data)
-                if produced:
+                if batch:
+                    yield batch
                     watch.last = time.monotonic()
                     skipped = next_yield = 0
                 else:
@@ -313,9 +315,9 @@ async def _stream(
                         await anyio.lowlevel.checkpoint()
                 if total > max_body:
                     raise _LimitError("max_body_bytes", max_body)
-            for line in lines.close():
-                for event in feed_line(line):
-                    yield event
+            batch = [event for line in lines.close() for event in feed_line(line)]
+            if batch:
+                yield batch
     except ExpiredError as expired:
         why, limit = str(expired), expired.limit
     except FrameTooLargeError as error:

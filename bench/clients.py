@@ -350,6 +350,8 @@ FACTORIES: dict[str, Callable[[dict[str, Any]], Callable[[], Awaitable[int]]]] =
     "floor2 raw_decode": floor_factory,
     "floor bytes raw_decode": floor_factory,
     "floor2 bytes raw_decode": floor_factory,
+    "floor pool bytes raw_decode": floor_factory,
+    "floor2 pool bytes raw_decode": floor_factory,
     "zett model": zett_factory,
     "zett agent": zett_factory,
     "zett-0.2.1 model": zett_021_factory,

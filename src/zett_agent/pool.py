@@ -32,8 +32,10 @@ What this adapter does that ``httpx-aiohttp`` 0.2.0 does not (each is tested):
   every ``ClientConnectionError``, a server disconnect included, to
   ``ConnectTimeout``).
 
-Also: bytes are passed as they arrive, never past the end of an HTTP chunk (as
-httpcore does), so the transport's per-chunk accounting keeps its grain, bodies are
+Also: bytes are passed as they arrive, everything read so far in one piece (HTTP
+chunk boundaries mean nothing to SSE or NDJSON, and fewer, larger pieces are less
+work for every layer above; the transport counts its limits per event, not per
+piece), bodies are
 never decompressed here (the transport inflates them with its own bounded
 inflater), redirects are never followed here (httpx and the redirect rule do it),
 cookies are httpx's (aiohttp's jar is a dummy), response header lines may be up to
@@ -245,14 +247,10 @@ class _Body(httpx.AsyncByteStream):
         self._slots = slots
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        readchunk = self._response.content.readchunk
+        readany = self._response.content.readany
         try:
-            while True:
-                data, chunk_end = await readchunk()
-                if data:
-                    yield data
-                elif not chunk_end:  # the end of the body
-                    return
+            while data := await readany():
+                yield data
         except Exception as error:
             # aiohttp raises a failure before handing out what arrived ahead of it
             # (text before a dropped connection): that goes first, as httpcore does

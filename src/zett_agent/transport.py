@@ -42,7 +42,13 @@ from zett_agent.errors import (
 )
 from zett_agent.limits import CallTimeouts, ReadLimits
 from zett_agent.protocols.base import Decoder, HTTPRequest, ModelResponse, StreamEvent
-from zett_agent.protocols.framing import FrameTooLargeError, Inflater, LineFramer, SSEFramer
+from zett_agent.protocols.framing import (
+    FrameTooLargeError,
+    Inflater,
+    LineFramer,
+    QuietTooLongError,
+    SSEFramer,
+)
 from zett_agent.protocols.framing import inflater_for as _inflater_for
 from zett_agent.stop import StopReason
 from zett_agent.watchdog import ExpiredError, Watchdog, next_chunk, wait_for
@@ -265,19 +271,31 @@ async def _stream(
     """The hot path: frames to the decoder, events out, the limits checked per chunk."""
     why: str | None = None
     limit: str | None = None
-    total = skipped = next_yield = 0
+    total = skipped = next_yield = 0  # skipped: bytes of chunks in a row that made no event
+    quiet = 0  # bytes of events or lines in a row that made no stream event
+    cut: _LimitError | None = None
     max_body, max_skipped = limits.max_body_bytes, limits.max_skipped_bytes
     try:
         if request.response_format == "sse":
             feed_sse = decoder.feed_sse
-            framer = SSEFramer(limits.max_event_bytes)
+            framer = SSEFramer(limits.max_event_bytes, max_skipped)
             async for data in _pieces(response, watch):
                 batch: list[StreamEvent] = []
                 for name, payload in framer.feed(data):
                     events = feed_sse(name, payload)
                     if events:
                         batch += events
+                        quiet = 0
+                    else:  # an event that made none (a ping, an empty delta)
+                        quiet += len(payload)
+                        if quiet > max_skipped:
+                            cut = _LimitError("max_skipped_bytes", max_skipped)
+                            break
                 total += len(data)
+                if cut is not None:
+                    if batch:
+                        yield batch
+                    raise cut
                 if batch:
                     yield batch  # one item per network chunk through the layers above
                     watch.last = time.monotonic()
@@ -294,14 +312,24 @@ async def _stream(
             framer.close()
         else:
             feed_line = decoder.feed_line
-            lines = LineFramer(limits.max_event_bytes)
+            lines = LineFramer(limits.max_event_bytes, max_skipped)
             async for data in _pieces(response, watch):
                 batch = []
                 for line in lines.feed(data):
                     events = feed_line(line)
                     if events:
                         batch += events
+                        quiet = 0
+                    else:
+                        quiet += len(line)
+                        if quiet > max_skipped:
+                            cut = _LimitError("max_skipped_bytes", max_skipped)
+                            break
                 total += len(data)
+                if cut is not None:
+                    if batch:
+                        yield batch
+                    raise cut
                 if batch:
                     yield batch
                     watch.last = time.monotonic()
@@ -322,6 +350,8 @@ async def _stream(
         why, limit = str(expired), expired.limit
     except FrameTooLargeError as error:
         why, limit = f"one event is over max_event_bytes={error.limit}", "max_event_bytes"
+    except QuietTooLongError as error:  # comments or blank lines, however they were split
+        why, limit = f"the response is over max_skipped_bytes={error.limit}", "max_skipped_bytes"
     except _LimitError as error:
         why, limit = str(error), error.limit
     except (httpx.TransportError, httpx.DecodingError, zlib.error) as error:

@@ -22,7 +22,15 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterator
 
-__all__ = ["PIECE", "FrameTooLargeError", "Inflater", "LineFramer", "SSEFramer", "inflater_for"]
+__all__ = [
+    "PIECE",
+    "FrameTooLargeError",
+    "Inflater",
+    "LineFramer",
+    "QuietTooLongError",
+    "SSEFramer",
+    "inflater_for",
+]
 
 PIECE = 64 * 1024
 """Largest piece :class:`Inflater` returns at once, in bytes."""
@@ -35,6 +43,17 @@ class FrameTooLargeError(ValueError):
 
     def __init__(self, size: int, limit: int) -> None:
         super().__init__(f"one event is over {limit} bytes ({size} read)")
+        self.size = size
+        self.limit = limit
+
+
+class QuietTooLongError(ValueError):
+    """More than ``max_quiet`` bytes in a row that make no event or line (SSE
+    comments, blank lines, ``id``/``retry`` fields; blank NDJSON lines), counted
+    however the bytes were split into chunks."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"{size} bytes in a row made no event (limit {limit})")
         self.size = size
         self.limit = limit
 
@@ -109,21 +128,25 @@ class SSEFramer:
     line when the body ends is dropped (a truncated stream).
     """
 
-    __slots__ = ("_data", "_error", "_event", "_limit", "_lines", "_size")
+    __slots__ = ("_data", "_error", "_event", "_limit", "_lines", "_max_quiet", "_quiet", "_size")
 
-    def __init__(self, max_event_bytes: int) -> None:
+    def __init__(self, max_event_bytes: int, max_quiet: int | None = None) -> None:
         self._limit = max_event_bytes
         self._lines = _Lines(max_event_bytes)
         self._event: bytes | None = None
         self._data: list[bytes] = []
         self._size = 0
-        self._error: FrameTooLargeError | None = None
+        self._error: FrameTooLargeError | QuietTooLongError | None = None
+        self._quiet = 0  # bytes of lines that made no event since the last one
+        self._max_quiet = max_quiet if max_quiet is not None else 1 << 62
 
     def feed(self, chunk: bytes) -> list[tuple[str, str]]:
-        """The events completed by ``chunk``; raises :class:`FrameTooLargeError`.
+        """The events completed by ``chunk``; raises :class:`FrameTooLargeError`, or
+        :class:`QuietTooLongError` past ``max_quiet`` bytes in a row of lines that
+        make no event.
 
-        Events completed before the one over the limit in the same chunk are
-        returned first; the error is raised by the next :meth:`feed` or :meth:`close`.
+        Events completed before the limit was passed in the same chunk are returned
+        first; the error is raised by the next :meth:`feed` or :meth:`close`.
         """
         error = self._error or self._lines.error
         if error is not None:
@@ -132,6 +155,10 @@ class SSEFramer:
             # only line ends (keep-alive newlines, a blank-line flood): at most one dispatch
             if self._data or self._event is not None:
                 return self._dispatch([])
+            self._quiet += len(chunk)
+            if self._quiet > self._max_quiet:
+                self._error = QuietTooLongError(self._quiet, self._max_quiet)
+                raise self._error
             return []
         out: list[tuple[str, str]] = []
         data = self._data
@@ -140,6 +167,8 @@ class SSEFramer:
                 if data or self._event is not None:
                     self._dispatch(out)
                     data = self._data
+                    continue
+                self._quiet += 1
             elif line[:5] == b"data:":
                 value = line[6:] if line[5:6] == b" " else line[5:]
                 data.append(value)
@@ -149,10 +178,20 @@ class SSEFramer:
                     if not out:
                         raise self._error
                     return out
+                continue
             elif line[:1] != b":":
                 name, _, value = line.partition(b":")
                 if name == b"event":
                     self._event = value[1:] if value[:1] == b" " else value
+                    continue
+                self._quiet += len(line) + 1  # id, retry, an unknown field
+            else:
+                self._quiet += len(line) + 1  # a comment
+            if self._quiet > self._max_quiet:
+                self._error = QuietTooLongError(self._quiet, self._max_quiet)
+                if not out:
+                    raise self._error
+                return out
         return out
 
     def close(self) -> None:
@@ -170,6 +209,7 @@ class SSEFramer:
         self._event = None
         self._data = []
         self._size = 0
+        self._quiet = 0
         return out
 
 
@@ -178,20 +218,47 @@ class LineFramer:
     replaced); raises :class:`FrameTooLargeError` for a line over ``max_event_bytes``.
     A last line without its newline is returned by :meth:`close`."""
 
-    __slots__ = ("_lines",)
+    __slots__ = ("_error", "_lines", "_max_quiet", "_quiet")
 
-    def __init__(self, max_event_bytes: int) -> None:
+    def __init__(self, max_event_bytes: int, max_quiet: int | None = None) -> None:
         self._lines = _Lines(max_event_bytes)
+        self._quiet = 0  # bytes of blank lines since the last line
+        self._max_quiet = max_quiet if max_quiet is not None else 1 << 62
+        self._error: QuietTooLongError | None = None
 
     def feed(self, chunk: bytes) -> list[str]:
-        return [
-            line.decode("utf-8", "replace") for line in self._lines.split(chunk) if line.strip()
-        ]
+        """The lines completed by ``chunk``; raises :class:`FrameTooLargeError`, or
+        :class:`QuietTooLongError` past ``max_quiet`` bytes of blank lines in a row
+        (lines before it in the same chunk are returned first)."""
+        if self._error is not None:
+            raise self._error
+        lines = self._lines.split(chunk)
+        out = [line.decode("utf-8", "replace") for line in lines if line.strip()]
+        if len(out) == len(lines):
+            if out:
+                self._quiet = 0
+            return out
+        kept = 0
+        for line in lines:  # blank lines among them: count them in order
+            if line.strip():
+                kept += 1
+                self._quiet = 0
+                continue
+            self._quiet += len(line) + 1
+            if self._quiet > self._max_quiet:
+                self._error = QuietTooLongError(self._quiet, self._max_quiet)
+                if not kept:
+                    raise self._error
+                return out[:kept]
+        return out
 
     def close(self) -> list[str]:
-        """A last line without its newline; raises a deferred :class:`FrameTooLargeError`."""
+        """A last line without its newline; raises a deferred :class:`FrameTooLargeError`
+        or :class:`QuietTooLongError`."""
         if self._lines.error is not None:
             raise self._lines.error
+        if self._error is not None:
+            raise self._error
         return self.feed(b"\n") if self._lines.pending else []
 
 

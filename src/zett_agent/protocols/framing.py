@@ -36,6 +36,11 @@ PIECE = 64 * 1024
 """Largest piece :class:`Inflater` returns at once, in bytes."""
 
 _NEWLINES = b"\r\n"
+_FAST_TAIL = 64 * 1024
+_EVENT_NAMES: dict[bytes, str] = {}
+"""``event: name`` lines seen by the fast path, decoded once (at most 256 kept)."""
+"""The most unparsed bytes :class:`SSEFramer`'s fast path keeps of an event not yet
+ended; a longer one goes to the line parser, which bounds it exactly."""
 
 
 class FrameTooLargeError(ValueError):
@@ -107,6 +112,13 @@ class _Lines:
             self._tail_size = len(rest)
         return lines
 
+    def take(self) -> bytes:
+        """The unfinished line held, handed over (the holder is empty after)."""
+        tail = b"".join(self._tail)
+        self._tail.clear()
+        self._tail_size = 0
+        return tail
+
     @property
     def idle(self) -> bool:
         """Whether no unfinished line (nor a lone ``\\r``) is held."""
@@ -128,7 +140,17 @@ class SSEFramer:
     line when the body ends is dropped (a truncated stream).
     """
 
-    __slots__ = ("_data", "_error", "_event", "_limit", "_lines", "_max_quiet", "_quiet", "_size")
+    __slots__ = (
+        "_data",
+        "_error",
+        "_event",
+        "_limit",
+        "_lines",
+        "_max_quiet",
+        "_quiet",
+        "_raw",
+        "_size",
+    )
 
     def __init__(self, max_event_bytes: int, max_quiet: int | None = None) -> None:
         self._limit = max_event_bytes
@@ -139,6 +161,9 @@ class SSEFramer:
         self._error: FrameTooLargeError | QuietTooLongError | None = None
         self._quiet = 0  # bytes of lines that made no event since the last one
         self._max_quiet = max_quiet if max_quiet is not None else 1 << 62
+        self._raw: bytes | None = b""
+        """The fast path's unparsed start of the next event (None: the line parser
+        holds the state, see :meth:`_blocks`)."""
 
     def feed(self, chunk: bytes) -> list[tuple[str, str]]:
         """The events completed by ``chunk``; raises :class:`FrameTooLargeError`, or
@@ -151,16 +176,81 @@ class SSEFramer:
         error = self._error or self._lines.error
         if error is not None:
             raise error
+        out: list[tuple[str, str]] = []
+        raw = self._raw
+        if raw is not None:
+            if b"\r" not in chunk:
+                return self._blocks(raw + chunk if raw else chunk, out)
+            chunk, self._raw = raw + chunk, None  # from an event boundary: the line parser
         if chunk[:1] in _NEWLINES and self._lines.idle and not chunk.strip(_NEWLINES):
             # only line ends (keep-alive newlines, a blank-line flood): at most one dispatch
             if self._data or self._event is not None:
-                return self._dispatch([])
-            self._quiet += len(chunk)
-            if self._quiet > self._max_quiet:
-                self._error = QuietTooLongError(self._quiet, self._max_quiet)
-                raise self._error
-            return []
-        out: list[tuple[str, str]] = []
+                out = self._dispatch(out)
+            else:
+                self._quiet += len(chunk)
+                if self._quiet > self._max_quiet:
+                    self._error = QuietTooLongError(self._quiet, self._max_quiet)
+                    raise self._error
+        else:
+            self._general(chunk, out)
+        self._resume()
+        return out
+
+    def _resume(self) -> None:
+        """Back to the fast path when the line parser is between events again (it
+        holds at most an unfinished first line, which becomes the raw start)."""
+        if self._error is None and not self._data and self._event is None and not self._lines._cr:
+            self._raw = self._lines.take()
+
+    def _blocks(self, data: bytes, out: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The fast path, from an event boundary with only ``\n`` line ends: split on
+        the blank line, read whole events of the two usual shapes (``data: X``,
+        ``event: N`` + ``data: X``) directly, and every other block through
+        :meth:`_general`, with the same result; the unfinished rest is kept raw
+        (at most :data:`_FAST_TAIL` bytes, then the line parser takes it)."""
+        *blocks, rest = data.split(b"\n\n")
+        limit = self._limit
+        names = _EVENT_NAMES
+        add = out.append
+        for block in blocks:
+            if len(block) < limit:
+                if block[:6] == b"data: " and b"\n" not in block:
+                    add(("message", block[6:].decode("utf-8", "replace")))
+                    self._quiet = 0
+                    continue
+                if block[:7] == b"event: ":
+                    head, sep, line = block.partition(b"\n")
+                    if sep and line[:6] == b"data: " and b"\n" not in line:
+                        name = names.get(head)
+                        if name is None:
+                            name = head[7:].decode("utf-8", "replace") or "message"
+                            if len(names) < 256:  # a wire's few event names, kept decoded
+                                names[head] = name
+                        add((name, line[6:].decode("utf-8", "replace")))
+                        self._quiet = 0
+                        continue
+            try:
+                self._general(block + b"\n\n", out)
+            except (FrameTooLargeError, QuietTooLongError):
+                self._raw = None
+                raise
+            if self._error is not None:
+                self._raw = None
+                return out
+        if len(rest) <= min(_FAST_TAIL, limit):
+            self._raw = rest
+            return out
+        self._raw = None  # a long unfinished event: the line parser bounds it exactly
+        try:
+            self._general(rest, out)
+        except (FrameTooLargeError, QuietTooLongError) as error:
+            if not out:
+                raise
+            self._error = error  # raised by the next feed, after these events
+        self._resume()
+        return out
+
+    def _general(self, chunk: bytes, out: list[tuple[str, str]]) -> list[tuple[str, str]]:
         data = self._data
         for line in self._lines.split(chunk):
             if not line:

@@ -86,7 +86,12 @@ def floor_factory(spec: dict[str, Any]) -> Callable[[], Awaitable[int]]:
         def parse(data: str) -> Any:
             return raw(data)[0]
 
-    client = httpx.AsyncClient(timeout=httpx.Timeout(120.0))
+    if " pool " in spec["client"]:  # the HTTP stack zett's Model uses: httpx over zett's pool
+        from zett_agent.pool import ModelTransport
+
+        client = httpx.AsyncClient(timeout=httpx.Timeout(120.0), transport=ModelTransport())
+    else:
+        client = httpx.AsyncClient(timeout=httpx.Timeout(120.0))
     url = spec["url"]
     requests = spec["requests"]
 
@@ -345,6 +350,8 @@ FACTORIES: dict[str, Callable[[dict[str, Any]], Callable[[], Awaitable[int]]]] =
     "floor2 raw_decode": floor_factory,
     "floor bytes raw_decode": floor_factory,
     "floor2 bytes raw_decode": floor_factory,
+    "floor pool bytes raw_decode": floor_factory,
+    "floor2 pool bytes raw_decode": floor_factory,
     "zett model": zett_factory,
     "zett agent": zett_factory,
     "zett-0.2.1 model": zett_021_factory,

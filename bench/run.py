@@ -54,10 +54,16 @@ VENDOR = {"anthropic": "anthropic", "openai-chat": "openai", "gemini": "google"}
 
 
 def _zett_floor() -> str:
-    """The floor that frames SSE as zett's transport does: httpx-sse's line
-    iterator while the transport uses it, else the hand split of raw bytes."""
+    """The floor that frames SSE as zett's transport does and reads bytes through
+    the same HTTP stack as zett's Model: httpx-sse's line iterator while the
+    transport uses it, else the hand split of raw bytes; over zett's own pool
+    (httpx's API over aiohttp's connector, ``zett_agent/pool.py``) once Model uses it."""
     uses_httpx_sse = "httpx_sse" in (SRC / "zett_agent" / "transport.py").read_text()
-    return "floor raw_decode" if uses_httpx_sse else "floor bytes raw_decode"
+    if uses_httpx_sse:
+        return "floor raw_decode"
+    if (SRC / "zett_agent" / "pool.py").exists():
+        return "floor pool bytes raw_decode"
+    return "floor bytes raw_decode"
 
 
 ZETT_FLOOR = _zett_floor()
@@ -72,6 +78,8 @@ CLIENTS: dict[str, tuple[str | None, str]] = {
     "floor2 raw_decode": (None, "floor2 raw_decode"),
     "floor bytes raw_decode": (None, "floor raw_decode"),
     "floor2 bytes raw_decode": (None, "floor2 raw_decode"),
+    "floor pool bytes raw_decode": (None, "floor bytes raw_decode"),
+    "floor2 pool bytes raw_decode": (None, "floor2 bytes raw_decode"),
     "zett model": (None, ZETT_FLOOR),
     "zett agent": (None, ZETT_FLOOR2),
     "zett-0.2.1 model": ("zett-0.2.1", "floor raw_decode"),

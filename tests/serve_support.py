@@ -14,6 +14,7 @@ prompt          replayed answer                                               st
 ``cut-call``    text, then a get_weather call whose arguments end mid-string, MAX_OUTPUT,
                 ``length``; after the cut-off result, a text answer           then normal
 ``slow``        40 words, 0.1 s apart                                         normal
+``flood``       4,000 text deltas of 2,000 characters, no pause (8 MB)     normal
 ``think``       recording: DeepSeek reasoner, reasoning then text            normal
 ``fail``        HTTP 401 whose message holds a secret                         (an error)
 (anything)      ``You said: <prompt>``, plus ``(N images)`` for image parts   normal
@@ -40,6 +41,7 @@ from zett_agent.testing.replay import RecordedRequest
 RECORDINGS = Path(__file__).parent / "recordings"
 FINAL_WEATHER = "It is light rain in Paris, 14 °C."
 FINAL_AFTER_CUT = "The call was cut off; ask again with a shorter question."
+FLOOD_DELTAS, FLOOD_DELTA = 4000, 2000
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -92,6 +94,11 @@ def scenario_reply(request: RecordedRequest, delay: float = 0.0) -> Reply:
     if "fail" in prompt:  # an error before any output: the run fails
         error = {"message": "invalid key sk-secret-123", "type": "invalid_request_error"}
         return Reply.json({"error": error}, status=401)
+    if "flood" in prompt:  # more than a client that stops reading can buffer
+        pieces = [f"{n:04d}" + "x" * (FLOOD_DELTA - 4) for n in range(FLOOD_DELTAS)]
+        chunks = [_chunk({"role": "assistant", "content": ""})]
+        chunks += [_chunk({"content": piece}) for piece in pieces] + [_chunk({}, "stop")]
+        return _sse(chunks, **options)
     if "slow" in prompt:  # 40 words, 0.1 s apart: time to disconnect mid-answer
         return _sse(_text(" ".join(f"word{n}" for n in range(40))), delay=max(delay, 0.1))
     if "think" in prompt:

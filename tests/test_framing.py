@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import zlib
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -18,6 +19,7 @@ from zett_agent.protocols.framing import (
     FrameTooLargeError,
     Inflater,
     LineFramer,
+    QuietTooLongError,
     SSEFramer,
     inflater_for,
 )
@@ -99,6 +101,61 @@ def test_an_event_of_many_lines_is_bounded() -> None:
     framer = SSEFramer(1000)
     with pytest.raises(FrameTooLargeError):
         framer.feed(b"data: " + b"y" * 100 + b"\n" + b"data: zz\n" * 400)
+
+
+def test_events_before_an_oversized_one_in_the_same_chunk_come_first() -> None:
+    """One network read may hold complete events and then one over the limit (a
+    transport that reads more at a time): the complete ones are returned, and the
+    limit is raised by the next feed, or by close() when the body ends there."""
+    chunk = b"data: a\n\ndata: b\n\ndata: " + b"x" * 100 + b"\n\n"
+    framer = SSEFramer(64)
+    assert framer.feed(chunk) == [("message", "a"), ("message", "b")]
+    with pytest.raises(FrameTooLargeError):
+        framer.feed(b"data: c\n\n")
+    ended = SSEFramer(64)
+    assert ended.feed(chunk) == [("message", "a"), ("message", "b")]
+    with pytest.raises(FrameTooLargeError):
+        ended.close()
+    # a line still waiting for its end, past the limit, after complete lines
+    waiting = SSEFramer(64)
+    assert waiting.feed(b"data: a\n\ndata: " + b"y" * 100) == [("message", "a")]
+    with pytest.raises(FrameTooLargeError):
+        waiting.close()
+    lines = LineFramer(64)
+    assert lines.feed(b'{"a": 1}\n' + b"z" * 100) == ['{"a": 1}']
+    with pytest.raises(FrameTooLargeError):
+        lines.close()
+    assert SSEFramer(64).close() is None  # nothing deferred: nothing raised
+
+
+framer_got: list[Any] = []
+
+
+def feed_all(framer: SSEFramer | LineFramer, data: bytes, size: int) -> None:
+    """Feed ``data`` in pieces of ``size``, then close; what came out is in framer_got."""
+    framer_got.clear()
+    for start in range(0, len(data), size):
+        framer_got.extend(framer.feed(data[start : start + size]))
+    framer.close()
+
+
+@pytest.mark.parametrize("size", [1, 7, 100, 1 << 20])
+def test_bytes_in_a_row_without_an_event_are_bounded_however_they_are_split(size: int) -> None:
+    """Comments and blank lines between two events count as one run whether they
+    came in one read with the events around them or spread over many; the events
+    before the limit in the same chunk come first."""
+    flood = b": keep-alive\n\n" * 100  # 1,400 bytes
+    body = b"data: a\n\n" + flood + b"data: b\n\n"
+    framer = SSEFramer(1 << 20, max_quiet=1000)
+    with pytest.raises(QuietTooLongError):
+        feed_all(framer, body, size)
+    assert framer_got == [("message", "a")]
+    assert SSEFramer(1 << 20, max_quiet=2000).feed(body) == [("message", "a"), ("message", "b")]
+    lines = LineFramer(1 << 20, max_quiet=1000)
+    ndjson = b'{"a": 1}\n' + b"\n" * 1400 + b'{"b": 2}\n'
+    with pytest.raises(QuietTooLongError):
+        feed_all(lines, ndjson, size)
+    assert framer_got == ['{"a": 1}']
 
 
 def test_lines_under_the_limit_pass() -> None:

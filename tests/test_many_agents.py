@@ -12,13 +12,16 @@ import pytest
 
 from zett_agent import create_agent
 from zett_agent.models import Model, shared_ssl_context
+from zett_agent.pool import ModelTransport
 from zett_agent.testing import ReplayServer, Reply
 
 SRC = str(Path(__file__).parent.parent / "src")
 
 
-def _pool(model: Model) -> object:
-    return model._client._transport._pool  # type: ignore[attr-defined]
+def _pool(model: Model) -> ModelTransport:
+    transport = model._client._transport
+    assert isinstance(transport, ModelTransport)  # the model's own pool (zett_agent.pool)
+    return transport
 
 
 async def test_models_share_one_tls_context_and_own_their_pool(
@@ -30,8 +33,8 @@ async def test_models_share_one_tls_context_and_own_their_pool(
     b = await create_agent("anthropic:claude-x", max_connections=3)
     pa, pb = _pool(a.model), _pool(b.model)  # type: ignore[arg-type]
     assert pa is not pb
-    assert pa._ssl_context is pb._ssl_context is shared_ssl_context()  # type: ignore[attr-defined]
-    assert pb._max_connections == 3  # type: ignore[attr-defined]
+    assert pa._context() is pb._context() is shared_ssl_context()  # made by the first request
+    assert pb.limits.max_connections == 3
     await a.aclose()
     assert a.model._client.is_closed and not b.model._client.is_closed  # type: ignore[attr-defined]
     body = {"id": "m", "type": "message", "role": "assistant", "model": "c",

@@ -57,7 +57,7 @@ from zett_agent.messages import (
     Usage,
     UserMessage,
 )
-from zett_agent.models import ModelClient
+from zett_agent.models import ModelClient, stream_chunks
 from zett_agent.protocols.base import (
     ModelRequest,
     ModelResponse,
@@ -326,21 +326,23 @@ class _Run:
         text = received.text
         partials = PartialOutputs(self.structured) if self.structured is not None else None
         try:
-            async with aclosing(call.model.stream(call.request)) as stream:
-                async for item in stream:
-                    if type(item) is TextDelta:
-                        text.append(item.text)
-                        yield deltas.text(item.text)
-                    elif isinstance(item, ModelResponse):
-                        call.response = apply_output_limit(item, call.request.max_tokens)
-                        continue
-                    else:
-                        received.add(item)
-                        yield deltas.of(item)
-                    if partials is not None:
-                        value = partials.feed(item)
-                        if value is not None:
-                            yield self.event(_E.PARTIAL_OUTPUT, output=value)
+            # a Model passes each network chunk's events as one list: one hop per chunk
+            async with aclosing(stream_chunks(call.model, call.request)) as stream:
+                async for got in stream:
+                    for item in got if isinstance(got, list) else (got,):
+                        if type(item) is TextDelta:
+                            text.append(item.text)
+                            yield deltas.text(item.text)
+                        elif isinstance(item, ModelResponse):
+                            call.response = apply_output_limit(item, call.request.max_tokens)
+                            continue
+                        else:
+                            received.add(item)
+                            yield deltas.of(item)
+                        if partials is not None:
+                            value = partials.feed(item)
+                            if value is not None:
+                                yield self.event(_E.PARTIAL_OUTPUT, output=value)
         except Exception as exc:
             if self.conversation.prefill is not None and prefill_rejected(exc):
                 self.telemetry.end_chat(call.span, None, error=exc)

@@ -13,9 +13,11 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from pydantic import TypeAdapter, ValidationError
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
 
 from zett_agent.parts import BlobReader, Part, parts_from_json, parts_to_json
 from zett_agent.stop import AgentStopError, StopInfo
@@ -385,15 +387,18 @@ _ROLE: dict[type[Any], Role] = {
 }
 
 
-class _Adapters(dict[str, TypeAdapter[Any]]):
+class _Adapters(dict[str, "TypeAdapter[Any]"]):
     """The pydantic adapter of each role, built when first used (building all four
-    took a third of ``import zett_agent``)."""
+    took a third of ``import zett_agent``; pydantic's model machinery itself is
+    imported then, not by ``from zett_agent import ...``)."""
 
     def get(self, role: str, default: Any = None) -> Any:
         if role not in self:
             cls = next((c for c, r in _ROLE.items() if r == role), None)
             if cls is None:
                 return default
+            from pydantic import TypeAdapter
+
             self[role] = TypeAdapter(cls)
         return dict.__getitem__(self, role)
 
@@ -445,6 +450,8 @@ def message_from_dict(data: Mapping[str, Any], reader: BlobReader | None = None)
     adapter = _ADAPTER.get(role) if isinstance(role, str) else None
     if adapter is None:
         raise ValueError(f"not a stored message (role={role!r})")
+    from pydantic import ValidationError
+
     try:
         message: Message = adapter.validate_python(rest)
     except ValidationError as error:

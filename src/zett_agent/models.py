@@ -36,6 +36,7 @@ import random
 import ssl
 import weakref
 from collections.abc import AsyncGenerator, Mapping
+from contextlib import aclosing
 from dataclasses import replace
 from importlib import import_module
 from typing import Any, Protocol
@@ -47,13 +48,14 @@ from zett_agent.errors import ConfigError, ProviderError, TransportError
 from zett_agent.limits import CallTimeouts, ReadLimits
 from zett_agent.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
 from zett_agent.parts import MediaPart
+from zett_agent.pool import ModelTransport
 from zett_agent.protocols import get_protocol
 from zett_agent.protocols.base import ModelRequest, ModelResponse, StreamEvent, WireProtocol
 from zett_agent.redact import Redactor, secrets_of
 from zett_agent.transport import send
 from zett_agent.vendors import Vendor, get_vendor
 
-__all__ = ["Model", "ModelClient", "resolve_model", "shared_ssl_context"]
+__all__ = ["Model", "ModelClient", "resolve_model", "shared_ssl_context", "stream_chunks"]
 
 
 @functools.cache
@@ -191,17 +193,19 @@ class Model:
         self._own_client = client is None
         self._client_settings = (
             httpx.Timeout(backstop, connect=connect_timeout, pool=pool_timeout),
-            httpx.Limits(
-                max_connections=max_connections,
-                max_keepalive_connections=min(20, max_connections),
-            ),
+            httpx.Limits(max_connections=max_connections),
         )
         self._client = client or self._new_client()
         self._loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
 
     def _new_client(self) -> httpx.AsyncClient:
+        """The model's own client: httpx's API over zett's pool (:mod:`zett_agent.pool`;
+        the TLS context is made by the first request)."""
         timeout, limits = self._client_settings
-        return httpx.AsyncClient(timeout=timeout, limits=limits, verify=shared_ssl_context())
+        return httpx.AsyncClient(
+            timeout=timeout,
+            transport=ModelTransport(limits=limits, ssl_context=shared_ssl_context),
+        )
 
     def _client_here(self) -> httpx.AsyncClient:
         """The HTTP client for the running event loop: the model's own client is
@@ -266,6 +270,21 @@ class Model:
         :attr:`max_retries`). Secrets in provider text are redacted
         (:mod:`zett_agent.redact`).
         """
+        async with aclosing(self.stream_chunks(request, max_retries=max_retries)) as chunks:
+            async for item in chunks:
+                if isinstance(item, list):
+                    for event in item:
+                        yield event
+                else:
+                    yield item
+
+    async def stream_chunks(
+        self, request: ModelRequest, *, max_retries: int | None = None
+    ) -> AsyncGenerator[list[StreamEvent] | ModelResponse, None]:
+        """As :meth:`stream`, with the events of each network chunk in one list
+        (never empty), then the :class:`ModelResponse`: one item per chunk for a
+        consumer that takes events in batches (the agent loop, through
+        :func:`stream_chunks`)."""
         retries = self.max_retries if max_retries is None else max_retries
         request = replace(request, model=request.model or self.name)
         if not self.stream_responses:
@@ -302,13 +321,12 @@ class Model:
                     secrets=self.secrets,
                 ):
                     yielded = True
-                    if type(item) is ModelResponse:
+                    if isinstance(item, list):  # one network chunk's events
+                        yield [redactor.event(e) for e in item] if redactor else item
+                    else:
                         if redactor:
                             item = redactor.response(item)
-                        item = _stamped(item, origin)
-                    elif redactor:
-                        item = redactor.event(item)  # type: ignore[arg-type]
-                    yield item
+                        yield _stamped(item, origin)
                 return
             except (ProviderError, TransportError) as error:
                 if self._redactor:
@@ -332,6 +350,18 @@ class Model:
             if isinstance(item, ModelResponse):
                 return item
         raise TransportError("the call ended without a response")  # pragma: no cover
+
+
+def stream_chunks(
+    model: ModelClient, request: ModelRequest
+) -> AsyncGenerator[list[StreamEvent] | StreamEvent | ModelResponse, None]:
+    """``model``'s stream of ``request`` with events in per-chunk lists where it can:
+    :meth:`Model.stream_chunks` for a :class:`Model` whose ``stream`` is Model's own
+    (a subclass that changes ``stream``, such as the local model, and every other
+    :class:`ModelClient` give their ``stream``: one event per item)."""
+    if type(model).stream is Model.stream:
+        return model.stream_chunks(request)  # type: ignore[attr-defined,no-any-return]
+    return model.stream(request)
 
 
 async def with_part_bytes(messages: list[Message]) -> list[Message]:

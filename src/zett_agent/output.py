@@ -32,13 +32,16 @@ import types
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import pydantic_core
-from pydantic import TypeAdapter, ValidationError
+from pydantic_core import ValidationError  # pydantic's own class (pydantic re-exports it)
 
 from zett_agent.errors import ConfigError
 from zett_agent.protocols.base import ToolSpec
+
+if TYPE_CHECKING:  # pydantic's model machinery is imported by the first output type made
+    from pydantic import TypeAdapter
 
 __all__ = [
     "OUTPUT_TOOL",
@@ -215,6 +218,8 @@ def output_type_of(output_type: Any, *, name: str | None = None) -> OutputType:
         return output_type
     if isinstance(output_type, Mapping):
         return _from_schema(dict(output_type), name)
+    from pydantic import TypeAdapter
+
     try:
         adapter: TypeAdapter[Any] = TypeAdapter(output_type)
         schema = adapter.json_schema()
@@ -255,6 +260,8 @@ def _from_schema(schema: dict[str, Any], name: str | None) -> OutputType:
 
 
 def _branch(member: Any) -> OutputBranch:
+    from pydantic import TypeAdapter
+
     adapter: TypeAdapter[Any] = TypeAdapter(member)
     schema = adapter.json_schema()
     description = _description(member, schema)

@@ -47,7 +47,6 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import mimetypes
 import os
 import re
 import urllib.parse
@@ -98,8 +97,9 @@ MAX_MEDIA_TYPE = 127
 MAX_NAME = 255
 MAX_URL = 8192
 _URL_SCHEMES = frozenset({"https", "http", "gs"})
-_MEDIA_TYPE = re.compile(r"^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# patterns compiled by their first use (``re`` caches them), not by ``import zett_agent``
+_MEDIA_TYPE = r"^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*$"
+_CONTROL = r"[\x00-\x1f\x7f]"
 _ALIASES = {
     "image/jpg": "image/jpeg",
     "image/pjpeg": "image/jpeg",
@@ -208,7 +208,7 @@ class MediaPart:
             raise PartTooLargeError(
                 f"{file.name} is more than the limit of {max_bytes} bytes", limit=max_bytes
             )
-        found = media_type or mimetypes.guess_type(file.name)[0] or sniff_media_type(data)
+        found = media_type or _guess_type(file.name)[0] or sniff_media_type(data)
         if found is None:
             raise ValueError(f"cannot tell the media type of {file.name}: give it")
         return cls(media_type=found, data=data, name=name or file.name)
@@ -341,7 +341,7 @@ def part_from_file(
     by its media type (given, else from the file name, else its first bytes). Raises
     as :meth:`MediaPart.from_file`."""
     file = Path(path)
-    found = media_type or mimetypes.guess_type(file.name)[0]
+    found = media_type or _guess_type(file.name)[0]
     if found is None:
         with file.open("rb") as stream:
             found = sniff_media_type(stream.read(64))
@@ -493,7 +493,7 @@ def _check_media_type(value: Any, kind: MediaKind) -> str:
         raise ValueError(f"a {kind} part needs a media type (type/subtype)")
     media_type = value.split(";", 1)[0].strip().lower()
     media_type = _ALIASES.get(media_type, media_type)
-    if len(media_type) > MAX_MEDIA_TYPE or not _MEDIA_TYPE.match(media_type):
+    if len(media_type) > MAX_MEDIA_TYPE or not re.match(_MEDIA_TYPE, media_type):
         raise ValueError(f"not a media type (type/subtype): {value[:80]!r}")
     if media_class(media_type).kind != kind:
         raise ValueError(f"{media_type} is not a media type of a {kind} part")
@@ -503,7 +503,7 @@ def _check_media_type(value: Any, kind: MediaKind) -> str:
 def _clean_name(value: Any) -> str:
     if not isinstance(value, str):
         raise ValueError("a part's name is a str")
-    name = _CONTROL.sub("", value.replace("\\", "/").rsplit("/", 1)[-1]).strip()
+    name = re.sub(_CONTROL, "", value.replace("\\", "/").rsplit("/", 1)[-1]).strip()
     return name[:MAX_NAME] or "file"
 
 
@@ -520,7 +520,7 @@ def _check_url(value: Any) -> str:
             "a part's URL must not hold a user name or password (it would be stored in "
             "the session and sent to the provider); use a signed URL"
         )
-    if _CONTROL.search(value):
+    if re.search(_CONTROL, value):
         raise ValueError("a part's URL holds control characters")
     return value
 
@@ -529,7 +529,7 @@ def _guess_from_url(url: str | None) -> str:
     if not isinstance(url, str):
         return ""
     path = urllib.parse.urlsplit(url).path
-    return mimetypes.guess_type(path)[0] or ""
+    return _guess_type(path)[0] or ""
 
 
 def _split_data_url(url: str) -> tuple[str, int]:
@@ -550,3 +550,11 @@ def _decoded_size(text: str, start: int) -> int:
     """Bytes the base64 text from ``start`` stands for, from its length alone."""
     padding = 2 if text.endswith("==") else 1 if text.endswith("=") else 0
     return max(0, len(text) - start - padding) * 3 // 4
+
+
+def _guess_type(name: str | os.PathLike[str]) -> tuple[str | None, str | None]:
+    """``mimetypes.guess_type`` (imported when a file is first named: not by
+    ``import zett_agent``)."""
+    import mimetypes
+
+    return mimetypes.guess_type(name)

@@ -1,7 +1,9 @@
 """Cancel and resume: what is kept of a cut-off answer and how it is continued.
 
 A run cancelled mid-answer stores what streamed so far (:class:`PartialAnswer`) as
-INTERRUPTED with ``detail["cancelled"]``. :func:`plan_resume` says how
+INTERRUPTED with ``detail["cancelled"]``; a host that cancels a run because a limit
+of its own passed says so with :func:`cancelling` (the stop's message is then the
+reason, and ``detail["limit"]`` names the limit). :func:`plan_resume` says how
 :meth:`Agent.resume <zett_agent.agent.Agent.resume>` continues a conversation whose
 last answer stopped as INTERRUPTED or MAX_OUTPUT; REFUSAL and CONTEXT_FULL cannot
 be resumed (:class:`~zett_agent.errors.ResumeError`). Whether a model continues a
@@ -10,7 +12,9 @@ trailing assistant message (a prefill) is its wire protocol's ``supports_prefill
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +31,7 @@ __all__ = [
     "CONTINUE_PROMPT",
     "PartialAnswer",
     "ResumePlan",
+    "cancelling",
     "continues_by_prefill",
     "is_cancellation",
     "join_answers",
@@ -35,6 +40,23 @@ __all__ = [
 ]
 
 CANCELLED_MESSAGE = "The run was cancelled."
+
+_CANCEL_REASON: ContextVar[tuple[str, str] | None] = ContextVar("zett_cancel_reason", default=None)
+
+
+@contextmanager
+def cancelling(limit: str, why: str) -> Iterator[None]:
+    """Within the block, a run cancelled in this task (a generator closed, a cancel
+    scope) stores its partial answer with ``message=why``, ``detail["limit"] = limit``
+    and ``detail["cancel_reason"] = why`` beside ``detail["cancelled"]``. ``zett serve``
+    uses it when a client stops reading its stream (``slow_client_timeout``)."""
+    token = _CANCEL_REASON.set((limit, why))
+    try:
+        yield
+    finally:
+        _CANCEL_REASON.reset(token)
+
+
 CONTINUE_PROMPT = "Continue exactly where you stopped."
 
 
@@ -60,9 +82,14 @@ class PartialAnswer:
     def cancelled(self, model: ModelClient) -> AssistantMessage:
         """The partial answer: INTERRUPTED, cancelled, its tool calls withheld."""
         detail: dict[str, Any] = {"cancelled": True}
+        message = CANCELLED_MESSAGE
+        reason = _CANCEL_REASON.get()
+        if reason is not None:
+            detail["limit"], detail["cancel_reason"] = reason
+            message = reason[1]
         if self.calls:
             detail["withheld_tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
-        stop = StopInfo(StopReason.INTERRUPTED, message=CANCELLED_MESSAGE, detail=detail)
+        stop = StopInfo(StopReason.INTERRUPTED, message=message, detail=detail)
         return AssistantMessage(
             text="".join(self.text),
             stop=stop,

@@ -8,7 +8,8 @@ With ``opentelemetry-api`` installed (the ``otel`` extra) the loop makes spans
 that follow the OpenTelemetry GenAI semantic conventions, on the tracer provider
 of ``AgentRunConfig.tracer_provider`` or else the global one
 (``AgentRunConfig.telemetry=False`` turns them off). Without the package the
-import fails once, at import time, and every call here is one ``None`` check.
+import is tried once, by the first run (not by ``import zett_agent``), and every
+call here is one ``None`` check.
 
 ==========================  ========  =============================================
 span                        kind      attributes
@@ -97,15 +98,25 @@ from zett_agent.protocols.base import ModelRequest, ModelResponse, names_in
 from zett_agent.stop import StopInfo
 from zett_agent.vendors import VENDORS
 
-try:
-    from opentelemetry import trace as otel_trace
-except ImportError:  # pragma: no cover - the "otel" extra is not installed
-    otel_trace = None  # type: ignore[assignment]
-
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
 __all__ = ["STEP_RECORD_KEYS", "Telemetry", "log_recovery", "log_step", "provider_name"]
+
+_OTEL: list[Any] = []  # [the opentelemetry.trace module, or None], filled by the first run
+
+
+def _otel() -> Any:
+    """``opentelemetry.trace``, imported by the first run that makes spans (not by
+    ``import zett_agent``); None when the "otel" extra is not installed."""
+    if not _OTEL:
+        try:
+            from opentelemetry import trace
+        except ImportError:  # pragma: no cover - the "otel" extra is not installed
+            trace = None  # type: ignore[assignment]
+        _OTEL.append(trace)
+    return _OTEL[0]
+
 
 step_log = logging.getLogger("zett_agent.steps")
 recovery_log = logging.getLogger("zett_agent.recovery")
@@ -234,8 +245,8 @@ class Telemetry:
 
     def __init__(self, tracer_provider: Any = None, *, enabled: bool = True) -> None:
         self.tracer: Any = None
-        if enabled and otel_trace is not None:
-            self.tracer = otel_trace.get_tracer("zett_agent", tracer_provider=tracer_provider)
+        if enabled and _otel() is not None:
+            self.tracer = _otel().get_tracer("zett_agent", tracer_provider=tracer_provider)
 
     # ------------------------------------------------------------ run
 
@@ -244,7 +255,7 @@ class Telemetry:
             return None
         span: Span = self.tracer.start_span(
             f"invoke_agent {agent}",
-            kind=otel_trace.SpanKind.INTERNAL,
+            kind=_otel().SpanKind.INTERNAL,
             attributes={
                 "gen_ai.operation.name": "invoke_agent",
                 "gen_ai.agent.name": agent,
@@ -302,7 +313,7 @@ class Telemetry:
         span: Span = self.tracer.start_span(
             f"chat {request.model}",
             context=self._context(parent),
-            kind=otel_trace.SpanKind.CLIENT,
+            kind=_otel().SpanKind.CLIENT,
             attributes=attributes,
         )
         return span
@@ -342,7 +353,7 @@ class Telemetry:
         span: Span = self.tracer.start_span(
             f"execute_tool {call.name}",
             context=self._context(parent),
-            kind=otel_trace.SpanKind.INTERNAL,
+            kind=_otel().SpanKind.INTERNAL,
             attributes={
                 "gen_ai.operation.name": "execute_tool",
                 "gen_ai.tool.name": call.name,
@@ -356,7 +367,8 @@ class Telemetry:
         """Make ``span`` current inside a ``with`` block (nothing when None)."""
         if span is None:
             return _NULL
-        return otel_trace.use_span(span, end_on_exit=False)
+        current: AbstractContextManager[Any] = _otel().use_span(span, end_on_exit=False)
+        return current
 
     def end_tool(
         self,
@@ -376,7 +388,7 @@ class Telemetry:
 
     @staticmethod
     def _context(parent: Span | None) -> Any:
-        return otel_trace.set_span_in_context(parent) if parent is not None else None
+        return _otel().set_span_in_context(parent) if parent is not None else None
 
     @staticmethod
     def _fail(span: Span, error: BaseException) -> None:
@@ -385,4 +397,4 @@ class Telemetry:
             return
         span.set_attribute("error.type", _error_type(error))
         span.record_exception(error)
-        span.set_status(otel_trace.Status(otel_trace.StatusCode.ERROR, str(error)[:200]))
+        span.set_status(_otel().Status(_otel().StatusCode.ERROR, str(error)[:200]))

@@ -42,7 +42,13 @@ from zett_agent.errors import (
 )
 from zett_agent.limits import CallTimeouts, ReadLimits
 from zett_agent.protocols.base import Decoder, HTTPRequest, ModelResponse, StreamEvent
-from zett_agent.protocols.framing import FrameTooLargeError, Inflater, LineFramer, SSEFramer
+from zett_agent.protocols.framing import (
+    FrameTooLargeError,
+    Inflater,
+    LineFramer,
+    QuietTooLongError,
+    SSEFramer,
+)
 from zett_agent.protocols.framing import inflater_for as _inflater_for
 from zett_agent.stop import StopReason
 from zett_agent.watchdog import ExpiredError, Watchdog, next_chunk, wait_for
@@ -77,8 +83,12 @@ async def send(
     timeouts: CallTimeouts | None = None,
     limits: ReadLimits | None = None,
     secrets: frozenset[str] = frozenset(),
-) -> AsyncIterator[StreamEvent | ModelResponse]:
+) -> AsyncIterator[list[StreamEvent] | ModelResponse]:
     """Send ``request`` to ``url`` and yield stream events, then one ModelResponse.
+
+    The events come in lists, one list per network chunk that made any (never an
+    empty list), so the layers between the socket and the consumer pass one item
+    per chunk, not one per event; :meth:`Model.stream` yields them one by one.
 
     Raises :class:`~zett_agent.errors.ProviderError` (from the decoder) for an
     error status that is not a refusal, and a :class:`TransportError` (or one of
@@ -110,7 +120,7 @@ async def _send(
     timeout: httpx.Timeout | None,
     limits: ReadLimits,
     secrets: frozenset[str],
-) -> AsyncIterator[StreamEvent | ModelResponse]:
+) -> AsyncIterator[list[StreamEvent] | ModelResponse]:
     sent_headers = {"accept-encoding": "gzip, deflate", **headers, **request.headers}
     try:
         response = await _open(client, url, request, sent_headers, watch, timeout, secrets)
@@ -177,7 +187,7 @@ async def _read(
     decoder: Decoder,
     watch: Watchdog,
     limits: ReadLimits,
-) -> AsyncIterator[StreamEvent | ModelResponse]:
+) -> AsyncIterator[list[StreamEvent] | ModelResponse]:
     status = response.status_code
     try:
         if status >= 300:
@@ -257,26 +267,37 @@ async def _stream(
     decoder: Decoder,
     watch: Watchdog,
     limits: ReadLimits,
-) -> AsyncIterator[StreamEvent | ModelResponse]:
+) -> AsyncIterator[list[StreamEvent] | ModelResponse]:
     """The hot path: frames to the decoder, events out, the limits checked per chunk."""
     why: str | None = None
     limit: str | None = None
-    total = skipped = next_yield = 0
+    total = skipped = next_yield = 0  # skipped: bytes of chunks in a row that made no event
+    quiet = 0  # bytes of events or lines in a row that made no stream event
+    cut: _LimitError | None = None
     max_body, max_skipped = limits.max_body_bytes, limits.max_skipped_bytes
     try:
         if request.response_format == "sse":
             feed_sse = decoder.feed_sse
-            framer = SSEFramer(limits.max_event_bytes)
+            framer = SSEFramer(limits.max_event_bytes, max_skipped)
             async for data in _pieces(response, watch):
-                produced = False
+                batch: list[StreamEvent] = []
                 for name, payload in framer.feed(data):
                     events = feed_sse(name, payload)
                     if events:
-                        produced = True
-                        for event in events:
-                            yield event
+                        batch += events
+                        quiet = 0
+                    else:  # an event that made none (a ping, an empty delta)
+                        quiet += len(payload)
+                        if quiet > max_skipped:
+                            cut = _LimitError("max_skipped_bytes", max_skipped)
+                            break
                 total += len(data)
-                if produced:
+                if cut is not None:
+                    if batch:
+                        yield batch
+                    raise cut
+                if batch:
+                    yield batch  # one item per network chunk through the layers above
                     watch.last = time.monotonic()
                     skipped = next_yield = 0
                 else:
@@ -288,19 +309,29 @@ async def _stream(
                         await anyio.lowlevel.checkpoint()
                 if total > max_body:
                     raise _LimitError("max_body_bytes", max_body)
+            framer.close()
         else:
             feed_line = decoder.feed_line
-            lines = LineFramer(limits.max_event_bytes)
+            lines = LineFramer(limits.max_event_bytes, max_skipped)
             async for data in _pieces(response, watch):
-                produced = False
+                batch = []
                 for line in lines.feed(data):
                     events = feed_line(line)
                     if events:
-                        produced = True
-                        for event in events:
-                            yield event
+                        batch += events
+                        quiet = 0
+                    else:
+                        quiet += len(line)
+                        if quiet > max_skipped:
+                            cut = _LimitError("max_skipped_bytes", max_skipped)
+                            break
                 total += len(data)
-                if produced:
+                if cut is not None:
+                    if batch:
+                        yield batch
+                    raise cut
+                if batch:
+                    yield batch
                     watch.last = time.monotonic()
                     skipped = next_yield = 0
                 else:
@@ -312,13 +343,15 @@ async def _stream(
                         await anyio.lowlevel.checkpoint()
                 if total > max_body:
                     raise _LimitError("max_body_bytes", max_body)
-            for line in lines.close():
-                for event in feed_line(line):
-                    yield event
+            batch = [event for line in lines.close() for event in feed_line(line)]
+            if batch:
+                yield batch
     except ExpiredError as expired:
         why, limit = str(expired), expired.limit
     except FrameTooLargeError as error:
         why, limit = f"one event is over max_event_bytes={error.limit}", "max_event_bytes"
+    except QuietTooLongError as error:  # comments or blank lines, however they were split
+        why, limit = f"the response is over max_skipped_bytes={error.limit}", "max_skipped_bytes"
     except _LimitError as error:
         why, limit = str(error), error.limit
     except (httpx.TransportError, httpx.DecodingError, zlib.error) as error:

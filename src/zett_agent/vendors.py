@@ -938,10 +938,11 @@ def _deep_copy(value: Any) -> Any:
     return value
 
 
-_DURATION = re.compile(
+_DURATION = (
     r"^(?:(?P<h>\d+(?:\.\d+)?)h)?(?:(?P<m>\d+(?:\.\d+)?)m(?!s))?"
     r"(?:(?P<s>\d+(?:\.\d+)?)s)?(?:(?P<ms>\d+(?:\.\d+)?)ms)?$"
 )
+"""A Go duration; compiled by the first reset header read (``re`` caches it), not at import."""
 
 
 def reset_time(value: str, now: float | None = None) -> float | None:
@@ -958,7 +959,7 @@ def reset_time(value: str, now: float | None = None) -> float | None:
         if number > 1e11:
             return number / 1000
         return number if number > 1e9 else now + max(0.0, number)
-    match = _DURATION.match(text)
+    match = re.match(_DURATION, text)
     if match and any(match.groupdict().values()):
         parts = {k: float(v) for k, v in match.groupdict().items() if v}
         seconds = (

@@ -14,7 +14,6 @@ reasoning and tool-call fragments become a message.
 from __future__ import annotations
 
 import datetime
-import email.utils
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -954,6 +953,8 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
             return max(0.0, float(value))
         except ValueError:
             pass
+        import email.utils  # an HTTP date: rare, and email.utils is slow to import
+
         try:
             when = email.utils.parsedate_to_datetime(value)
         except (TypeError, ValueError, IndexError):

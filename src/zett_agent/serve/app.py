@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from dataclasses import dataclass, field
@@ -53,7 +54,7 @@ from zett_agent.errors import ConfigError, ResumeError, SessionStoreError, ZettE
 from zett_agent.events import AgentEvent
 from zett_agent.messages import ToolCall, UserMessage
 from zett_agent.protocols.base import user_parts
-from zett_agent.resume import plan_resume
+from zett_agent.resume import cancelling, plan_resume
 from zett_agent.sessions import InMemorySessionStore, SessionStore, live_rows
 from zett_agent.sessions.base import messages_of
 from zett_agent.tools.approvals import Decision, decided_results
@@ -72,12 +73,20 @@ from .request import ChatRequest, RequestError, new_input, valid_session_id
 from .security import Guard, error_response, is_loopback
 from .stream import DONE, UI_MESSAGE_STREAM_HEADERS, UIMessageStream, sse
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "ServeSettings", "create_app"]
+__all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_SLOW_CLIENT_TIMEOUT",
+    "DEFAULT_STREAM_BUFFER_BYTES",
+    "ServeSettings",
+    "create_app",
+]
 
 logger = logging.getLogger("zett_agent.serve")
 
 STATIC = Path(__file__).parent / "static"
 DEFAULT_MAX_BODY_BYTES = 2 * 1024 * 1024
+DEFAULT_STREAM_BUFFER_BYTES = 256 * 1024
+DEFAULT_SLOW_CLIENT_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True)
@@ -97,6 +106,12 @@ class ServeSettings:
             carries attachments as data URLs; the stock transport re-sends earlier
             ones, which are ignored: :mod:`.attachments`).
         max_attachment_bytes: bytes the file parts of one new message may hold.
+        stream_buffer_bytes: bytes of a UI stream a run may get ahead of its
+            client (the queue between the run and the response); a single larger
+            chunk is let through alone.
+        slow_client_timeout: seconds a run may wait, with that queue full, for a
+            client that does not read; then the run is cancelled as a disconnect
+            cancels it (INTERRUPTED, ``detail["limit"] == "slow_client_timeout"``).
     """
 
     host: str = "127.0.0.1"
@@ -106,6 +121,8 @@ class ServeSettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_chat_body_bytes: int = DEFAULT_MAX_CHAT_BODY_BYTES
     max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES
+    stream_buffer_bytes: int = DEFAULT_STREAM_BUFFER_BYTES
+    slow_client_timeout: float = DEFAULT_SLOW_CLIENT_TIMEOUT
 
 
 @dataclass
@@ -290,6 +307,7 @@ async def chat(request: Request) -> Response:
     return UIStreamResponse(
         _chunks(events, assistant_message_id(seq)),
         on_close=lambda: state.running.discard(session_id),
+        settings=state.settings,
     )
 
 
@@ -387,7 +405,9 @@ async def resume(request: Request) -> Response:
     _claim(state, session_id)
     events = state.client.resume_stream(session_id)
     return UIStreamResponse(
-        _chunks(events, message_id), on_close=lambda: state.running.discard(session_id)
+        _chunks(events, message_id),
+        on_close=lambda: state.running.discard(session_id),
+        settings=state.settings,
     )
 
 
@@ -429,6 +449,7 @@ async def approve(request: Request) -> Response:
     return UIStreamResponse(
         _chunks(events, message_id, waiting.calls),
         on_close=lambda: state.running.discard(session_id),
+        settings=state.settings,
     )
 
 
@@ -464,18 +485,31 @@ def _reason(value: Any) -> str | None:
 class UIStreamResponse(StreamingResponse):
     """A UI message stream that cancels its run when the client goes away.
 
-    The run's chunks are sent as they come while the request's ``receive`` is
-    watched: on ``http.disconnect`` (or a failed send) the run is cancelled, which
-    stores the answer so far as INTERRUPTED (cancelled). ``on_close`` is called once
-    whatever happens (the server frees the session).
+    The run's chunks go into a bounded queue (``settings.stream_buffer_bytes``) that
+    another task sends from, while the request's ``receive`` is watched: on
+    ``http.disconnect`` (or a failed send) the run is cancelled, which stores the
+    answer so far as INTERRUPTED (cancelled). A client that stops reading fills the
+    queue; when the run has waited ``settings.slow_client_timeout`` for room, it is
+    cancelled the same way, with ``detail["limit"] == "slow_client_timeout"`` and the
+    reason as the stop's message, and the connection is closed. What is queued is
+    sent in one write. ``on_close`` is called once whatever happens (the server
+    frees the session).
     """
 
-    def __init__(self, chunks: AsyncGenerator[bytes, None], on_close: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        chunks: AsyncGenerator[bytes, None],
+        on_close: Callable[[], None],
+        settings: ServeSettings | None = None,
+    ) -> None:
         super().__init__(chunks, headers=dict(UI_MESSAGE_STREAM_HEADERS))
         self._chunks = chunks
         self._on_close = on_close
+        self._settings = settings or ServeSettings()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        settings = self._settings
+        outbox = _Outbox(settings.stream_buffer_bytes)
         try:
             async with anyio.create_task_group() as group:
 
@@ -484,22 +518,92 @@ class UIStreamResponse(StreamingResponse):
                         pass
                     group.cancel_scope.cancel()
 
+                async def run() -> None:
+                    try:
+                        async with aclosing(self._chunks) as chunks:
+                            async for data in chunks:
+                                if not await outbox.put(data, settings.slow_client_timeout):
+                                    why = (
+                                        f"the client read nothing for "
+                                        f"{settings.slow_client_timeout:g} s with "
+                                        f"{settings.stream_buffer_bytes} bytes of the stream "
+                                        f"waiting (slow_client_timeout)"
+                                    )
+                                    logger.warning("cancelling a run: %s", why)
+                                    with cancelling("slow_client_timeout", why):
+                                        await chunks.aclose()
+                                    outbox.stalled = True
+                                    group.cancel_scope.cancel()  # the sender waits on the client
+                                    return
+                    finally:
+                        outbox.close()
+
                 group.start_soon(watch)
+                group.start_soon(run)
                 try:
                     await send(
                         {"type": "http.response.start", "status": 200, "headers": self.raw_headers}
                     )
-                    async with aclosing(self._chunks) as chunks:
-                        async for data in chunks:
-                            await send(
-                                {"type": "http.response.body", "body": data, "more_body": True}
-                            )
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    while (data := await outbox.get()) is not None:
+                        await send({"type": "http.response.body", "body": data, "more_body": True})
+                    if not outbox.stalled:
+                        await send({"type": "http.response.body", "body": b"", "more_body": False})
                 except OSError:  # the client went away while we wrote
                     pass
                 group.cancel_scope.cancel()
         finally:
             self._on_close()
+
+
+class _Outbox:
+    """The queue between a run and its response: bytes not yet sent, at most
+    ``limit`` of them (one chunk larger than that waits for an empty queue)."""
+
+    __slots__ = ("_items", "_limit", "_ready", "_room", "_size", "done", "stalled")
+
+    def __init__(self, limit: int) -> None:
+        self._items: deque[bytes] = deque()
+        self._limit = limit
+        self._size = 0
+        self._ready = anyio.Event()  # set: something to send, or done
+        self._room = anyio.Event()  # set: the sender took what was queued
+        self.done = False
+        self.stalled = False  # the run was cancelled for a client that did not read
+
+    def _full(self, size: int) -> bool:
+        return self._size > 0 and self._size + size > self._limit
+
+    async def put(self, data: bytes, timeout: float) -> bool:
+        """Queue ``data``; False when the queue stayed full for ``timeout`` seconds."""
+        if self._full(len(data)):
+            with anyio.move_on_after(timeout):
+                while self._full(len(data)):
+                    self._room = anyio.Event()
+                    await self._room.wait()
+            if self._full(len(data)):
+                return False
+        self._items.append(data)
+        self._size += len(data)
+        self._ready.set()
+        return True
+
+    async def get(self) -> bytes | None:
+        """Everything queued, joined (None once the run is done and all is sent)."""
+        while not self._items:
+            if self.done:
+                return None
+            self._ready = anyio.Event()
+            await self._ready.wait()
+        items = self._items
+        data = items.popleft() if len(items) == 1 else b"".join(items)
+        items.clear()
+        self._size = 0
+        self._room.set()
+        return data
+
+    def close(self) -> None:
+        self.done = True
+        self._ready.set()
 
 
 async def _chunks(

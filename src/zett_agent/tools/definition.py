@@ -22,19 +22,21 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cached_property, partial
-from typing import Any, ClassVar, TypeVar, get_type_hints, overload
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, get_type_hints, overload
 
 import anyio
 import anyio.to_thread
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from zett_agent.messages import MAX_JSON_DEPTH, ToolCall, ToolResultMessage, json_too_deep
 from zett_agent.parts import MediaPart, TextPart
 from zett_agent.protocols.base import ToolSpec
 
+if TYPE_CHECKING:  # pydantic's model machinery is imported by the first as_tool
+    from pydantic import BaseModel, ValidationError
+
 __all__ = ["Tool", "as_tool", "error_result", "idempotent", "is_idempotent"]
 
-_ARG_LINE = re.compile(r"^(\w+)\s*(?:\([^)]*\))?:\s*(.+)$")  # "name (type): text"
+_ARG_LINE = r"^(\w+)\s*(?:\([^)]*\))?:\s*(.+)$"  # "name (type): text"; re caches it
 _IDEMPOTENT = "__zett_idempotent__"
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -103,6 +105,8 @@ class Tool:
             return error_result(
                 call, f"the arguments are nested deeper than {MAX_JSON_DEPTH} levels; not run"
             )
+        from pydantic import ValidationError
+
         try:
             validated = self.arguments.model_validate(raw)
         except ValidationError as error:
@@ -165,6 +169,8 @@ def as_tool(function: Callable[..., Any] | Tool, *, timeout: float | None = None
     ``TypeError`` for ``*args``/``**kwargs``."""
     if isinstance(function, Tool):
         return function if timeout is None else replace(function, timeout=timeout)
+    from pydantic import ConfigDict, Field, create_model
+
     hints = get_type_hints(function)
     doc = inspect.getdoc(function) or ""
     summary, param_docs = _parse_doc(doc)
@@ -233,7 +239,7 @@ def _parse_doc(doc: str) -> tuple[str, dict[str, str]]:
         if section == "summary":
             summary_lines.append(line)
         elif section == "args":
-            match = _ARG_LINE.match(stripped)
+            match = re.match(_ARG_LINE, stripped)
             if match:
                 params[match.group(1)] = match.group(2).strip()
     return "\n".join(summary_lines).strip(), params

@@ -1,0 +1,132 @@
+"""zett's stream overhead against its floor, quickly: the targets of issue 28, item 3.
+
+Usage::
+
+    python bench/overhead.py                  # 10,000 deltas, 5 rounds, three protocols
+    python bench/overhead.py --rounds 9 --deltas 1000 --json
+    python bench/overhead.py --src ../other-checkout/src --floor "floor bytes raw_decode"
+
+The subset of ``bench/run.py`` the targets need, in a few minutes: every client in a
+fresh process (``bench/clients.py``), in rotation, over ``--rounds`` rounds, on the
+big stream (N text deltas + a tool call in 200 fragments) in both framings for
+Anthropic, OpenAI Chat and Gemini. Printed: the median per-round ratio of
+``zett model`` (``Model.stream()``) to the floor, and of ``zett agent``
+(``agent.stream()``, two requests and a tool) to the two-request floor. The floor is
+the hand-split SSE + ``raw_decode`` floor over the HTTP stack zett's Model uses
+(``floor pool bytes raw_decode``: httpx over ``zett_agent.pool``); ``--floor`` picks
+another (``floor bytes raw_decode``: httpx's own pool, for a tree without pool.py).
+Targets: 1.05 (model) and 1.15 (agent).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import run  # noqa: E402
+
+TARGETS = {"zett model": 1.05, "zett agent": 1.15}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--deltas", type=int, default=10_000)
+    parser.add_argument("--src", default=str(HERE.parent / "src"), help="the zett tree measured")
+    parser.add_argument("--floor", default="floor pool bytes raw_decode")
+    parser.add_argument("--protocols", default=",".join(run.PROTOCOLS))
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    floor, floor2 = args.floor, args.floor.replace("floor", "floor2", 1)
+    protocols = args.protocols.split(",")
+    clients = (floor, floor2, "zett model", "zett agent")
+    server = run.Server()
+    cpu: dict[tuple[str, str, str], list[float]] = {}
+    try:
+        requests = {(p, two): run.floor_requests(p, two) for p in protocols for two in (0, 1)}
+        jobs = [(f, p, c) for f in run.FRAMINGS for p in protocols for c in clients]
+        for n in range(args.rounds):
+            shift = n * len(jobs) // args.rounds
+            for framing, protocol, client in jobs[shift:] + jobs[:shift]:
+                spec = {
+                    "client": client,
+                    "url": server.base(framing, protocol, args.deltas, 200),
+                    "protocol": protocol,
+                    "vendor": run.VENDOR[protocol],
+                    "requests": requests[(protocol, int(client.startswith("floor2")))],
+                    "batches": 3,
+                    "per_batch": 1,
+                    "src": args.src,
+                }
+                result = run.run_client(sys.executable, spec)
+                cpu.setdefault((framing, protocol, client), []).append(
+                    statistics.median(result["cpu"]) * 1000
+                )
+    finally:
+        server.close()
+    out: dict[str, Any] = {
+        "load_average": os.getloadavg()[0],
+        "rounds": args.rounds,
+        "deltas": args.deltas,
+        "floor": floor,
+        "cpu_ms": {},
+        "ratios": {},
+    }
+    for framing in run.FRAMINGS:
+        for protocol in protocols:
+            key = f"{framing}.{protocol}"
+            out["cpu_ms"][key] = {
+                c: round(statistics.median(cpu[(framing, protocol, c)]), 1) for c in clients
+            }
+            out["ratios"][key] = {
+                c: round(
+                    statistics.median(
+                        a / b
+                        for a, b in zip(
+                            cpu[(framing, protocol, c)],
+                            cpu[(framing, protocol, floor if c == "zett model" else floor2)],
+                            strict=True,
+                        )
+                    ),
+                    3,
+                )
+                for c in TARGETS
+            }
+    worst = {c: max(r[c] for r in out["ratios"].values()) for c in TARGETS}
+    out["worst"] = worst
+    out["met"] = {c: worst[c] <= limit for c, limit in TARGETS.items()}
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(
+        f"stream overhead: {args.deltas} deltas + 200 tool fragments, {args.rounds} rounds, "
+        f"floor '{floor}', load average {out['load_average']:.1f}"
+    )
+    print(
+        f"  {'framing':9} {'protocol':12} {'floor ms':>9} {'model ms':>9} {'x':>6} "
+        f"{'floor2 ms':>10} {'agent ms':>9} {'x':>6}"
+    )
+    for key, ms in out["cpu_ms"].items():
+        framing, protocol = key.split(".")
+        ratio = out["ratios"][key]
+        print(
+            f"  {framing:9} {protocol:12} {ms[floor]:9.1f} {ms['zett model']:9.1f} "
+            f"{ratio['zett model']:6.3f} {ms[floor2]:10.1f} {ms['zett agent']:9.1f} "
+            f"{ratio['zett agent']:6.3f}"
+        )
+    for client, limit in TARGETS.items():
+        verdict = "met" if out["met"][client] else "NOT met"
+        print(f"  {client}: worst {worst[client]:.3f}, target {limit}: {verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

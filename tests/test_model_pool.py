@@ -1,0 +1,206 @@
+"""The model client's own pool (zett_agent.pool.ModelTransport, over aiohttp's
+connector) keeps httpx's meaning: the clocks start when a connection slot is held
+(the ``trace`` extension), a full pool is ``httpx.PoolTimeout``, and each wire
+failure is the httpx error that names it (a server that hangs up is not a connect
+timeout). Every case runs over a real socket on 127.0.0.1; the fault matrix
+(tests/faults) runs every limit and timeout through it via ``Model``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from zett_agent.messages import UserMessage
+from zett_agent.models import Model
+from zett_agent.pool import ModelTransport
+from zett_agent.protocols.base import ModelRequest
+from zett_agent.testing import ReplayServer, Reply
+
+pytest.importorskip("aiohttp", reason="aiohttp (a dependency of zett-agent) is not installed")
+
+
+def client(max_connections: int = 10, **timeouts: float) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        transport=ModelTransport(limits=httpx.Limits(max_connections=max_connections)),
+        timeout=httpx.Timeout(5.0, **timeouts),
+    )
+
+
+def raw_server(handle: Callable[[socket.socket], None]) -> Iterator[str]:
+    """A one-connection-at-a-time TCP server on 127.0.0.1 running ``handle``."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    stop = threading.Event()
+
+    def serve() -> None:
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                handle(conn)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
+
+
+@pytest.fixture
+def hangs_up() -> Iterator[str]:
+    """Reads the request, then closes the connection without a response."""
+    yield from raw_server(lambda conn: conn.recv(65536))
+
+
+@pytest.fixture
+def cuts_the_body() -> Iterator[str]:
+    """Sends the head and one chunk of a chunked body, then closes."""
+
+    def handle(conn: socket.socket) -> None:
+        conn.recv(65536)
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"transfer-encoding: chunked\r\n\r\n5\r\nhello\r\n"
+        )
+
+    yield from raw_server(handle)
+
+
+@pytest.fixture
+def says_nothing() -> Iterator[str]:
+    """Reads the request and sends nothing for a second."""
+
+    def handle(conn: socket.socket) -> None:
+        conn.recv(65536)
+        threading.Event().wait(1.0)
+
+    yield from raw_server(handle)
+
+
+async def test_the_trace_hook_is_called_once_a_connection_slot_is_held() -> None:
+    seen: list[str] = []
+
+    async def trace(name: str, info: dict[str, Any]) -> None:
+        seen.append(name)
+
+    with ReplayServer([Reply.json({"ok": True})]) as server:
+        async with client() as http:
+            request = http.build_request("POST", server.url, json={}, extensions={"trace": trace})
+            response = await http.send(request)
+            assert response.json() == {"ok": True}
+    assert seen == ["http11.send_request_headers.started"]
+
+
+async def test_a_full_pool_is_a_pool_timeout_and_the_holder_is_unharmed() -> None:
+    slow = Reply([b"data: 1\n\n", b"data: 2\n\n"], content_type="text/event-stream", delay=0.6)
+    with ReplayServer([slow, Reply.json({})]) as server:
+        async with client(max_connections=1, pool=0.2) as http:
+            async with http.stream("GET", server.url) as first:
+                with pytest.raises(httpx.PoolTimeout):
+                    await http.get(server.url)
+                body = b"".join([piece async for piece in first.aiter_raw()])
+            assert body == b"data: 1\n\ndata: 2\n\n"
+            # the slot came back when the first response closed
+            assert (await http.get(server.url)).status_code == 200
+    assert len(server.requests) == 2  # the timed-out request was never sent
+
+
+async def test_a_server_that_hangs_up_is_a_remote_protocol_error(hangs_up: str) -> None:
+    async with client() as http:
+        with pytest.raises(httpx.RemoteProtocolError) as caught:
+            await http.get(hangs_up)
+    assert not isinstance(caught.value, httpx.TimeoutException)
+    assert "disconnected" in str(caught.value)
+
+
+async def test_a_body_cut_short_gives_what_arrived_then_a_remote_protocol_error(
+    cuts_the_body: str,
+) -> None:
+    """aiohttp raises the drop before the bytes it buffered ahead of it; the
+    transport hands those out first (the text before a dropped stream is kept)."""
+    for _ in range(5):  # the drop may land before or after the consumer reads
+        async with client() as http, http.stream("GET", cuts_the_body) as response:
+            await anyio.sleep(0.2)  # the chunk and the close are both in by now
+            pieces = response.aiter_raw()
+            got = await anext(pieces)
+            with pytest.raises(httpx.RemoteProtocolError):
+                await anext(pieces)
+        assert got == b"hello"
+
+
+async def test_a_refused_connection_is_a_connect_error() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nothing listens here once closed
+    async with client() as http:
+        with pytest.raises(httpx.ConnectError):
+            await http.get(f"http://127.0.0.1:{port}/")
+
+
+async def test_silence_past_the_read_timeout_is_a_read_timeout(says_nothing: str) -> None:
+    async with client(read=0.2) as http:
+        with pytest.raises(httpx.ReadTimeout):
+            await http.get(says_nothing)
+
+
+async def test_model_errors_keep_their_meaning_through_the_pool(hangs_up: str) -> None:
+    """Through Model: a hang-up before any output is a retryable TransportError that
+    names the remote end, not a connect timeout."""
+    from zett_agent.errors import CallTimeoutError, TransportError
+
+    model = Model("openai", "m", base_url=hangs_up, api_key="k", max_retries=0)
+    with pytest.raises(TransportError) as caught:
+        await model.complete(ModelRequest("m", [UserMessage("hi")]))
+    await model.aclose()
+    assert not isinstance(caught.value, CallTimeoutError)
+    assert "RemoteProtocolError" in str(caught.value) and caught.value.retryable
+
+
+async def test_cookies_and_redirects_stay_httpx_s() -> None:
+    """aiohttp's own cookie jar and redirects are off: httpx decides both."""
+    first = Reply.body(b"", status=302, headers={"location": "/next", "set-cookie": "a=1; Path=/"})
+    with ReplayServer([first, Reply.json({"ok": 1}), Reply.json({"ok": 2})]) as server:
+        async with client() as http:
+            response = await http.get(server.url + "/start")
+            assert response.status_code == 302  # not followed by the transport
+            assert http.cookies.get("a") == "1"  # httpx's jar has it
+            await http.get(server.url + "/next")
+            async with httpx.AsyncClient(transport=ModelTransport()) as bare:
+                await bare.get(server.url + "/other", follow_redirects=False)
+    assert server.requests[1].headers.get("cookie") == "a=1"  # sent by httpx
+    assert "cookie" not in server.requests[2].headers  # no jar inside the transport
+
+
+def test_a_transport_serves_a_new_event_loop_with_a_new_pool() -> None:
+    with ReplayServer([Reply.json({"n": 1}), Reply.json({"n": 2})]) as server:
+        http = client()
+
+        async def get() -> Any:
+            return (await http.get(server.url)).json()
+
+        assert asyncio.run(get()) == {"n": 1}
+        assert asyncio.run(get()) == {"n": 2}  # the first loop is closed: a new pool
+        asyncio.run(http.aclose())
+
+
+async def test_the_model_s_own_client_uses_the_pool() -> None:
+    model = Model("openai", "m", base_url="http://127.0.0.1:9", api_key="k", max_connections=7)
+    transport = model._client._transport
+    assert isinstance(transport, ModelTransport)
+    assert transport.limits.max_connections == 7
+    await model.aclose()

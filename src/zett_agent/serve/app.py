@@ -3,14 +3,30 @@
 =======================================  =============================================
 ``GET /``                                the page (``static/``, served as it is)
 ``GET /api/info``                        model, tools and limits, for the page
-``POST /api/chat``                       the body ``useChat`` sends; answers with the
-                                         UI message stream (:mod:`.stream`)
+``POST /api/chat``                       the body ``useChat`` sends: a user message, or
+                                         the answers to calls waiting for approval;
+                                         answers with the UI message stream
+                                         (:mod:`.stream`)
 ``GET /api/chat/{id}/stream``            204: no stream to rejoin (useChat ``resume``)
 ``GET /api/sessions``                    the stored sessions, newest first
 ``GET /api/sessions/{id}``               ``{"id", "messages"}``: UI messages (:mod:`.history`)
 ``POST /api/sessions/{id}/resume``       continue a cut-off answer, streamed as a chat
+``POST /api/sessions/{id}/approve``      decide waiting calls without the SDK (JSON)
 ``DELETE /api/sessions/{id}``            delete the session
 =======================================  =============================================
+
+**Approvals from any AI SDK front end**: after ``addToolApprovalResponse`` the SDK
+sends the message list ending with the assistant message whose tool parts are
+``approval-responded``. Each answer is matched to the session's stored pending
+request by its ``approval.id`` *and* ``toolCallId`` (:func:`~.history.continuation`);
+one the server never asked for, or asked for in an earlier request, is refused (409),
+and so is a set that leaves a waiting call unanswered (422). The call that runs is the
+stored one; the client's ``input`` is never read. The decisions are taken by
+:meth:`AgentClient.approve_stream <zett_agent.client.AgentClient.approve_stream>`
+before the response starts, so a decision that lost to another one (another tab,
+another process: ``ApprovalConflictError``) is a 409 the SDK shows as its error, and
+the winner's outcome is what the session holds. The run that goes on streams into the
+same assistant message (``start.messageId`` is its stored id).
 
 The chat ``id`` is the session id in the :class:`~zett_agent.sessions.SessionStore`,
 which is the source of truth (:mod:`.request`). One run per session at a time: a
@@ -27,8 +43,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
-from contextlib import aclosing, asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,18 +63,39 @@ from starlette.types import Receive, Scope, Send
 
 from zett_agent.agent import Agent
 from zett_agent.client import AgentClient
-from zett_agent.errors import ResumeError, SessionStoreError, ZettError
+from zett_agent.errors import ResumeError, SessionStoreError
 from zett_agent.events import AgentEvent
-from zett_agent.messages import ToolCall, UserMessage
+from zett_agent.messages import UserMessage
 from zett_agent.resume import plan_resume
 from zett_agent.sessions import InMemorySessionStore, SessionStore, live_rows
 from zett_agent.sessions.base import messages_of
-from zett_agent.tools.approvals import Decision, decided_results
+from zett_agent.tools import approvals as _approvals
+from zett_agent.tools.approvals import Decision
 
-from .history import assistant_message_id, ui_messages
-from .request import ChatRequest, RequestError, new_input, valid_session_id
+from .failure import failure_text
+from .history import Continuation, continuation, ui_messages
+from .request import (
+    MAX_REASON_CHARS,
+    ApprovalResponse,
+    ChatRequest,
+    RequestError,
+    approval_responses,
+    new_input,
+    valid_session_id,
+)
 from .security import Guard, error_response, is_loopback
-from .stream import DONE, UI_MESSAGE_STREAM_HEADERS, UIMessageStream, sse
+from .stream import DONE, UI_MESSAGE_STREAM_HEADERS, ToolCallIds, UIMessageStream, sse
+
+
+class _NoConflictError(Exception):
+    """Until the compare-and-set of decisions (issue 20) lands, nothing raises it."""
+
+
+ApprovalConflictError: type[Exception] = getattr(
+    _approvals, "ApprovalConflictError", _NoConflictError
+)
+"""What a decision that lost to another one raises (answered with 409)."""
+
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "ServeSettings", "create_app"]
 
@@ -105,14 +142,18 @@ def create_app(
     settings: ServeSettings | None = None,
     *,
     owns: bool = False,
+    contexts: Sequence[AbstractAsyncContextManager[Any]] = (),
 ) -> Starlette:
     """The ASGI app serving ``agent`` over sessions in ``store`` (default: in memory).
 
     ``owns``: close the agent (and so its model, a local server it started) and the
-    store when the app shuts down; else they stay the caller's to close. The
-    app's lifespan starts the model first (``ensure_ready``: the local model's
-    server). Raises ``ValueError`` for a non-loopback ``settings.host`` without a
-    token, or ``"*"`` in ``allowed_hosts`` without a token.
+    store when the app shuts down; else they stay the caller's to close.
+    ``contexts``: async context managers the app's lifespan enters first, in order,
+    and exits when the app shuts down (``zett serve --mcp``: the MCP servers whose
+    tools the agent offers). The lifespan then starts the model (``ensure_ready``:
+    the local model's server). Raises ``ValueError`` for a non-loopback
+    ``settings.host`` without a token, or ``"*"`` in ``allowed_hosts`` without a
+    token.
     """
     settings = settings or ServeSettings()
     if settings.token is None and not is_loopback(settings.host):
@@ -124,11 +165,14 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        ready = getattr(agent.model, "ensure_ready", None)
-        if ready is not None:
-            await ready()
         try:
-            yield
+            async with AsyncExitStack() as stack:
+                for context in contexts:
+                    await stack.enter_async_context(context)
+                ready = getattr(agent.model, "ensure_ready", None)
+                if ready is not None:
+                    await ready()
+                yield
         finally:
             if state.own:
                 await agent.aclose()
@@ -215,9 +259,16 @@ async def chat(request: Request) -> Response:
         raise RequestError("send the body as application/json", 415)
     body = _validated(await _read_json(request, state.settings.max_body_bytes))
     session_id = valid_session_id(body.id)
+    if body.messages[-1].role == "assistant":
+        message_id, responses = approval_responses(body)
+        return await _answer_approvals(state, session_id, message_id, responses)
     text = new_input(body)
     if await state.client.pending_approval(session_id) is not None:
-        raise RequestError("tool calls wait for approval: POST /api/sessions/{id}/approve", 409)
+        raise RequestError(
+            "tool calls wait for approval: approve or deny them first "
+            "(addToolApprovalResponse, or POST /api/sessions/{id}/approve)",
+            409,
+        )
     _claim(state, session_id)
     try:
         seq = await state.client.store.append(session_id, UserMessage(text))
@@ -225,10 +276,92 @@ async def chat(request: Request) -> Response:
         state.running.discard(session_id)
         raise
     events = state.client.stream(None, session_id=session_id)
+    rows = await state.client.store.rows(session_id)
+    place = continuation([r for r in rows if r.seq <= seq], state.agent.continue_prompt)
     return UIStreamResponse(
-        _chunks(events, assistant_message_id(seq)),
+        _chunks(events, place.message_id),
         on_close=lambda: state.running.discard(session_id),
     )
+
+
+async def _answer_approvals(
+    state: _State, session_id: str, message_id: str | None, responses: list[ApprovalResponse]
+) -> Response:
+    """Match the client's approval answers to the session's waiting calls (see the
+    module docstring) and go on with the decisions."""
+    place = continuation(await state.client.store.rows(session_id), state.agent.continue_prompt)
+    if not place.waiting:
+        raise RequestError(
+            "no tool calls wait for approval in this session (decided already?); "
+            "reload the session to see what happened",
+            409,
+        )
+    if message_id is not None and message_id != place.message_id:
+        raise RequestError(
+            f"the answers are in message {message_id!r}, but the calls that wait are in "
+            f"message {place.message_id!r}; reload the session",
+            409,
+        )
+    by_approval = {waiting.approval_id: waiting for waiting in place.waiting}
+    decisions: dict[str, Decision] = {}
+    for response in responses:
+        waiting = by_approval.get(response.approval_id)
+        if waiting is None or waiting.tool_call_id != response.tool_call_id:
+            raise RequestError(
+                f"approval {response.approval_id!r} of tool call {response.tool_call_id!r} "
+                "answers no call that waits in this session (decided already, or never "
+                "asked); reload the session",
+                409,
+            )
+        decisions[waiting.call.id] = Decision(response.approved, response.reason)
+    missing = [w.approval_id for w in place.waiting if w.call.id not in decisions]
+    if missing:
+        raise RequestError(f"no answer for the waiting approvals {', '.join(missing)}", 422)
+    return await _go_on(state, session_id, place, decisions)
+
+
+async def _go_on(
+    state: _State, session_id: str, place: Continuation, decisions: Mapping[str, Decision]
+) -> Response:
+    """Take ``decisions`` and stream the run that goes on into ``place``'s message.
+
+    The first event is read before the response starts: that is when
+    :meth:`AgentClient.approve_stream` stores the decisions, so a decision that lost
+    (``ApprovalConflictError``), nothing waiting any more (``ResumeError``) or a
+    decision set that does not fit (``ValueError``) is an HTTP error, not a stream."""
+    _claim(state, session_id)
+    events = state.client.approve_stream(session_id, decisions)
+    try:
+        first = await anext(events)
+    except BaseException as error:
+        state.running.discard(session_id)
+        await events.aclose()
+        if isinstance(error, ApprovalConflictError):
+            raise RequestError(f"another decision was taken first: {error}", 409) from None
+        if isinstance(error, ResumeError):
+            raise RequestError(str(error), 409) from None
+        if isinstance(error, ValueError):
+            raise RequestError(f"decisions: {error}", 422) from None
+        raise
+    answered = [
+        (waiting.approval_id, waiting.tool_call_id, decisions[waiting.call.id])
+        for waiting in place.waiting
+    ]
+    return UIStreamResponse(
+        _chunks(_after(first, events), place.message_id, place.tool_ids, answered),
+        on_close=lambda: state.running.discard(session_id),
+        events=events,
+    )
+
+
+async def _after(
+    first: AgentEvent, rest: AsyncGenerator[AgentEvent, None]
+) -> AsyncGenerator[AgentEvent, None]:
+    """``first``, then the events of ``rest`` (closed with this generator)."""
+    async with aclosing(rest):
+        yield first
+        async for event in rest:
+            yield event
 
 
 async def rejoin(request: Request) -> Response:
@@ -302,63 +435,46 @@ async def resume(request: Request) -> Response:
         plan_resume(messages_of(rows), state.agent.model, state.agent.continue_prompt)
     except ResumeError as error:
         raise RequestError(str(error), 409) from None
-    shown = ui_messages(rows, state.agent.continue_prompt)
-    last = shown[-1] if shown else None
-    message_id = (
-        last["id"]
-        if last is not None and last["role"] == "assistant"
-        else assistant_message_id(rows[-1].seq)
-    )
+    place = continuation(rows, state.agent.continue_prompt)
     _claim(state, session_id)
     events = state.client.resume_stream(session_id)
     return UIStreamResponse(
-        _chunks(events, message_id), on_close=lambda: state.running.discard(session_id)
+        _chunks(events, place.message_id, place.tool_ids),
+        on_close=lambda: state.running.discard(session_id),
     )
 
 
 async def approve(request: Request) -> Response:
     """Decide the session's calls that wait for approval and go on, streaming the
-    run as ``/api/chat`` does. Body: ``{"decisions": {"<call id>": {"approved": true}
-    | {"approved": false, "reason": "..."}}}``, one per waiting call (the
-    ``approvalId`` of its ``tool-approval-request``). 409 when nothing waits, 422 for
-    decisions that do not answer exactly the waiting calls."""
+    run as ``/api/chat`` does, for clients without the AI SDK. Body:
+    ``{"decisions": {"<approval id or call id>": {"approved": true} | {"approved":
+    false, "reason": "..."}}}``, one per waiting call (the ``approvalId`` of its
+    ``tool-approval-request``, or the call's own id). 409 when nothing waits or
+    another decision won, 422 for decisions that do not answer exactly the waiting
+    calls."""
     state = _state(request)
     session_id = valid_session_id(request.path_params["id"])
     if not _is_json(request):
         raise RequestError("send the body as application/json", 415)
     data = await _read_json(request, state.settings.max_body_bytes)
-    waiting = await state.client.pending_approval(session_id)
-    if waiting is None:
+    place = continuation(await state.client.store.rows(session_id), state.agent.continue_prompt)
+    if not place.waiting:
         raise RequestError("no tool calls wait for approval in this session", 409)
     raw = data.get("decisions") if isinstance(data, dict) else None
     if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
-        raise RequestError('send {"decisions": {"<call id>": {"approved": true}}}', 422)
+        raise RequestError('send {"decisions": {"<approval id>": {"approved": true}}}', 422)
+    call_ids = {w.approval_id: w.call.id for w in place.waiting}
     decisions = {
-        str(call_id): Decision(bool(d.get("approved")), _reason(d.get("reason")))
-        for call_id, d in raw.items()
+        call_ids.get(str(key), str(key)): Decision(
+            bool(d.get("approved")), _reason(d.get("reason"))
+        )
+        for key, d in raw.items()
     }
-    try:
-        decided_results(waiting, decisions)
-    except ValueError as error:
-        raise RequestError(f"decisions: {error}", 422) from None
-    rows = live_rows(await state.client.store.rows(session_id))
-    shown = ui_messages(rows, state.agent.continue_prompt)
-    last = shown[-1] if shown else None
-    message_id = (
-        last["id"]
-        if last is not None and last["role"] == "assistant"
-        else assistant_message_id(rows[-1].seq)
-    )
-    _claim(state, session_id)
-    events = state.client.approve_stream(session_id, decisions)
-    return UIStreamResponse(
-        _chunks(events, message_id, waiting.calls),
-        on_close=lambda: state.running.discard(session_id),
-    )
+    return await _go_on(state, session_id, place, decisions)
 
 
 def _reason(value: Any) -> str | None:
-    return value[:2000] if isinstance(value, str) else None
+    return value[:MAX_REASON_CHARS] if isinstance(value, str) else None
 
 
 # ---------------------------------------------------------------- streaming
@@ -370,13 +486,21 @@ class UIStreamResponse(StreamingResponse):
     The run's chunks are sent as they come while the request's ``receive`` is
     watched: on ``http.disconnect`` (or a failed send) the run is cancelled, which
     stores the answer so far as INTERRUPTED (cancelled). ``on_close`` is called once
-    whatever happens (the server frees the session).
+    whatever happens (the server frees the session). ``events``: a run's events
+    already started (their first event was read), closed at the end too, even when
+    ``chunks`` never started.
     """
 
-    def __init__(self, chunks: AsyncGenerator[bytes, None], on_close: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        chunks: AsyncGenerator[bytes, None],
+        on_close: Callable[[], None],
+        events: AsyncGenerator[AgentEvent, None] | None = None,
+    ) -> None:
         super().__init__(chunks, headers=dict(UI_MESSAGE_STREAM_HEADERS))
         self._chunks = chunks
         self._on_close = on_close
+        self._events = events
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -402,20 +526,27 @@ class UIStreamResponse(StreamingResponse):
                     pass
                 group.cancel_scope.cancel()
         finally:
-            self._on_close()
+            try:
+                if self._events is not None:
+                    with anyio.CancelScope(shield=True):
+                        await self._events.aclose()
+            finally:
+                self._on_close()
 
 
 async def _chunks(
     events: AsyncGenerator[AgentEvent, None],
     message_id: str,
-    waiting: Sequence[ToolCall] = (),
+    tool_ids: ToolCallIds | None = None,
+    answered: Sequence[tuple[str, str, Decision]] = (),
 ) -> AsyncGenerator[bytes, None]:
-    """The SSE bytes of one run: the encoder's chunks, then ``[DONE]``. An error
-    ends the message with an ``error`` chunk whose text names the error's type only
-    (details go to the log); a cancellation propagates (the client is gone)."""
-    encoder = UIMessageStream(message_id)
-    encoder.continue_calls(waiting)  # approved calls of an earlier stream
-    yield b"".join(map(sse, encoder.start()))
+    """The SSE bytes of one run: the encoder's chunks, then ``[DONE]``. ``tool_ids``
+    and ``answered``: a run that goes on in a message streamed before (its tool call
+    ids; the approvals it answers). An error ends the message with an ``error``
+    chunk whose text says what kind of failure it was (:func:`.failure.failure_text`;
+    the details go to the log); a cancellation propagates (the client is gone)."""
+    encoder = UIMessageStream(message_id, tool_ids)
+    yield b"".join(map(sse, encoder.start() + encoder.approval_responses(answered)))
     try:
         async with aclosing(events) as run:
             async for event in run:
@@ -424,16 +555,10 @@ async def _chunks(
                     yield b"".join(map(sse, chunks))
     except Exception as error:
         logger.warning("run of UI message %s failed: %r", message_id, error)
-        yield b"".join(map(sse, encoder.fail(_error_text(error))))
+        yield b"".join(map(sse, encoder.fail(failure_text(error))))
     else:
         yield b"".join(map(sse, encoder.finish()))
     yield DONE
-
-
-def _error_text(error: Exception) -> str:
-    if isinstance(error, ZettError):
-        return f"The run failed: {type(error).__name__}. The server log has the details."
-    return "The run failed with an internal error. The server log has the details."
 
 
 # ---------------------------------------------------------------- helpers

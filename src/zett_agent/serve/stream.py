@@ -23,6 +23,9 @@ One run is one UI assistant message::
     [data-stop]                                            (max_turns used up)
     finish (finishReason, messageMetadata)  |  error ... finish (error)  |  abort (cancelled)
 
+``start`` is sent with the first chunk that adds to the message; a run that fails
+before any output sends only ``error`` and ``finish`` (no empty message).
+
 **Why it stopped** is a custom data chunk, ``{"type": "data-stop", "data": {...}}``,
 sent once per *abnormal step* (each ``MODEL_STOPPED``) with the fields of
 :class:`~zett_agent.stop.StopInfo` (:func:`stop_data`). ``finish`` is per *run*: its
@@ -120,6 +123,8 @@ server does). A run that failed with an error sends ``"error"``; a cancelled one
 sends ``abort``, no ``finish``."""
 
 _WITHOUT_STEP = frozenset({AgentEventType.MAX_TURNS_REACHED, AgentEventType.BUDGET_REACHED})
+_STEP_CHUNKS = frozenset({"start-step", "finish-step"})
+"""Chunks that add nothing the SDK draws (they are held until a part comes)."""
 
 
 def finish_reason(stop: StopInfo | None, *, waiting: bool = False) -> str:
@@ -241,6 +246,12 @@ class UIMessageStream:
     after approval), :meth:`feed` per event, then :meth:`finish` (ended),
     :meth:`fail` (an error) or :meth:`abort` (cancelled). Each returns the chunks
     to send, in order.
+
+    The ``start`` chunk goes out with the first chunk that adds to the message
+    (``start-step`` and ``finish-step`` alone are held with it): ``start`` with a
+    ``messageId`` makes the SDK add the message to the chat, so a run that fails
+    before any output would leave an empty assistant message, which the stored
+    session does not have either. Such a run sends only ``error`` and ``finish``.
     """
 
     def __init__(self, message_id: str, tool_ids: ToolCallIds | None = None) -> None:
@@ -256,16 +267,30 @@ class UIMessageStream:
         self._tool_ids = tool_ids.copy() if tool_ids is not None else ToolCallIds()
         self._input_errors: set[str] = set()  # UI ids sent as tool-input-error
         self._denied: set[str] = set()  # UI ids of calls a person denied
+        self._started = False  # the start chunk was sent
+        self._held: list[Chunk] = []  # step chunks waiting for the first part
 
     def start(self) -> list[Chunk]:
-        """``start`` with the message id; the metadata cleared while the run streams."""
-        return [
-            {
-                "type": "start",
-                "messageId": self.message_id,
-                "messageMetadata": message_metadata(None, None),
-            }
-        ]
+        """Begin the message. ``start`` (the message id; the metadata cleared while
+        the run streams) is returned with the first chunk that adds to it."""
+        return []
+
+    def _send(self, chunks: list[Chunk]) -> list[Chunk]:
+        """``chunks`` after ``start`` and the held step chunks, once one of them adds
+        to the message; held until then."""
+        if self._started:
+            return chunks
+        if all(chunk["type"] in _STEP_CHUNKS for chunk in chunks):
+            self._held += chunks
+            return []
+        self._started = True
+        begin: Chunk = {
+            "type": "start",
+            "messageId": self.message_id,
+            "messageMetadata": message_metadata(None, None),
+        }
+        held, self._held = self._held, []
+        return [begin, *held, *chunks]
 
     def approval_responses(self, answered: Sequence[tuple[str, str, Decision]]) -> list[Chunk]:
         """``tool-approval-response`` for each ``(approval id, toolCallId, decision)``
@@ -283,10 +308,13 @@ class UIMessageStream:
             out.append(chunk)
             if not decision.approved:
                 self._denied.add(ui_id)
-        return out
+        return self._send(out)
 
     def feed(self, event: AgentEvent) -> list[Chunk]:
         """The chunks for ``event`` (none for events the protocol has no use for)."""
+        return self._send(self._chunks_for(event))
+
+    def _chunks_for(self, event: AgentEvent) -> list[Chunk]:
         out: list[Chunk] = []
         kind = event.type
         if kind in _WITHOUT_STEP:
@@ -330,21 +358,29 @@ class UIMessageStream:
         """Close what is open and end the message with the run's ``finishReason``
         (also in the metadata, with the run's final stop)."""
         reason = finish_reason(self.final_stop, waiting=self.waiting)
-        return [
-            *self._close_step(),
-            {
-                "type": "finish",
-                "finishReason": reason,
-                "messageMetadata": message_metadata(reason, self.final_stop),
-            },
-        ]
+        return self._send(
+            [
+                *self._close_step(),
+                {
+                    "type": "finish",
+                    "finishReason": reason,
+                    "messageMetadata": message_metadata(reason, self.final_stop),
+                },
+            ]
+        )
 
     def fail(self, error_text: str) -> list[Chunk]:
         """Close what is open, send ``error`` with ``error_text`` (shown to the user:
-        never raw exception text) and ``finish`` with ``"error"``."""
+        never raw exception text) and ``finish`` with ``"error"`` (and the metadata,
+        when the message was started)."""
+        closing = self._close_step()
+        error: Chunk = {"type": "error", "errorText": error_text}
+        if not self._started:  # no part: no message (and no empty bubble)
+            self._held = []
+            return [error, {"type": "finish", "finishReason": "error"}]
         return [
-            *self._close_step(),
-            {"type": "error", "errorText": error_text},
+            *closing,
+            error,
             {
                 "type": "finish",
                 "finishReason": "error",
@@ -354,7 +390,11 @@ class UIMessageStream:
 
     def abort(self, reason: str = "cancelled") -> list[Chunk]:
         """Close what is open and send ``abort`` (a cancelled run has no ``finish``)."""
-        return [*self._close_step(), {"type": "abort", "reason": reason}]
+        closing = self._close_step()
+        if not self._started:
+            self._held = []
+            return [{"type": "abort", "reason": reason}]
+        return [*closing, {"type": "abort", "reason": reason}]
 
     # ------------------------------------------------------------ parts
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -349,7 +348,13 @@ def test_two_servers_answering_the_same_call_at_once_run_it_once(
         results: dict[int, httpx.Response] = {}
         barrier = threading.Barrier(2)
 
-        def tab(index: int, chat_id: str = chat_id, body: list[Any] = body) -> None:
+        def tab(
+            index: int,
+            chat_id: str = chat_id,
+            body: list[Any] = body,
+            barrier: threading.Barrier = barrier,
+            results: dict[int, httpx.Response] = results,
+        ) -> None:
             barrier.wait()
             results[index] = send(urls[index], chat_id, body)
 
@@ -369,4 +374,3 @@ def test_two_servers_answering_the_same_call_at_once_run_it_once(
         for url in urls:  # either server shows the winner's outcome
             [part] = tool_parts(session(url, chat_id)[1])
             assert part["state"] == "output-available"
-        time.sleep(0.05)

@@ -8,11 +8,14 @@ itself is :mod:`zett_agent.serve`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from zett_agent.cli.main import app
+from zett_agent.cli.main import McpOption, RequireApprovalOption, app
+
+if TYPE_CHECKING:
+    import logging
 
 __all__ = ["DEFAULT_MODEL", "serve"]
 
@@ -58,13 +61,17 @@ def serve(
         list[str] | None,
         typer.Option(help="An origin allowed to call the API from another site (repeatable)."),
     ] = None,
+    mcp: McpOption = None,
+    require_approval: RequireApprovalOption = None,
 ) -> None:
     """Serve the agent over HTTP: a chat page at / and the AI SDK's UI message stream.
 
     The page streams answers, shows tool calls and every stop with why it happened,
     resumes cut-off answers and lists sessions. POST /api/chat speaks the Vercel AI
     SDK's UI message stream protocol (useChat), with a data-stop chunk per abnormal
-    step. Only 127.0.0.1 by default; another address needs a bearer token.
+    step. Calls of --require-approval tools wait for Approve / Deny on the page (or
+    addToolApprovalResponse in any useChat page). Only 127.0.0.1 by default; another
+    address needs a bearer token.
     """
     try:
         import uvicorn
@@ -74,11 +81,14 @@ def serve(
         raise typer.BadParameter(
             "zett serve needs the serve extra: pip install -e '.[serve]'", param_hint="serve"
         ) from None
+    import logging
     import secrets
 
     from rich.console import Console
 
     from zett_agent.agent import Agent, AgentRunConfig
+    from zett_agent.cli.approvals import approval_policy
+    from zett_agent.cli.mcp_tools import mcp_tools
     from zett_agent.demo_tools import select_demo_tools
     from zett_agent.errors import ZettError
     from zett_agent.models import resolve_model
@@ -92,7 +102,9 @@ def serve(
         raise typer.BadParameter(str(error), param_hint="--tools") from None
     if token is None and not is_loopback(host):
         token = secrets.token_urlsafe(24)
-    config = AgentRunConfig("zett-serve", instructions=system)
+    config = AgentRunConfig(
+        "zett-serve", instructions=system, approval=approval_policy(require_approval or ())
+    )
     if max_tokens is not None:
         config.max_tokens = max_tokens
     if max_turns is not None:
@@ -107,17 +119,43 @@ def serve(
         allowed_hosts=tuple(allowed_host or ()),
         cors_origins=tuple(cors_origin or ()),
     )
+    agent = Agent(resolved, config, offered)
     try:
+        # the MCP servers start with the app, in its event loop, and stop with it
         web = create_app(
-            Agent(resolved, config, offered), SQLiteSessionStore(db), settings, owns=True
+            agent,
+            SQLiteSessionStore(db),
+            settings,
+            owns=True,
+            contexts=[mcp_tools(tuple(mcp or ()), agent)],
         )
     except ValueError as error:
         raise typer.BadParameter(str(error)) from None
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/" + (f"#token={token}" if token else "")
     names = ", ".join(tool.__name__ for tool in offered) or "none"
+    if mcp:
+        names += f" and the tools of {len(mcp)} MCP server{'s' if len(mcp) > 1 else ''}"
     out.print(f"zett serve: {url}", soft_wrap=True)
     out.print(f"  model {model}, tools: {names}, sessions in {db}", style="dim", soft_wrap=True)
+    if require_approval:
+        waiting = ", ".join(n.strip() for v in require_approval for n in v.split(",") if n.strip())
+        out.print(f"  calls of {waiting} wait for approval on the page", style="dim")
     if getattr(resolved, "starts_server", False):
         out.print("  starting the local llama.cpp server first…", style="dim", soft_wrap=True)
-    uvicorn.run(web, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
+    server = uvicorn.Config(
+        web, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5
+    )  # configures uvicorn's loggers: the filter goes on after it
+    logging.getLogger("uvicorn.error").addFilter(_one_line_startup_error)
+    uvicorn.Server(server).run()
+
+
+def _one_line_startup_error(record: logging.LogRecord) -> bool:
+    """uvicorn logs an app that could not start with the whole traceback; when a
+    zett error stopped it (an ``--mcp`` server that cannot be started), say that
+    error in one line, as ``zett run`` does."""
+    text = record.getMessage()
+    if text.startswith("Traceback") and "\nzett_agent.errors." in text:
+        last = text.strip().splitlines()[-1]
+        record.msg, record.args = f"✖ zett serve: {last.split(': ', 1)[-1]}", ()
+    return True

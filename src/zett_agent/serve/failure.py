@@ -92,7 +92,7 @@ def failure_text(error: BaseException) -> str:
                 if error.retry_after is not None
                 else " Try again later."
             )
-            return f"Rate limited by {_who(error)}{_status(error)}.{wait}"
+            return f"{_provider(error)} is rate limiting this server{_status(error)}.{wait}"
         case ProviderError(status=401 | 403):
             return (
                 f"Authentication failed: {_who(error)} did not accept the "

@@ -43,7 +43,8 @@ CASES = [
     ),
     (
         RateLimitError("slow down", provider="anthropic", status=429, retry_after=12.4),
-        "The model provider (anthropic) is rate limiting this server (HTTP 429). Try again in 12 s.",
+        "The model provider (anthropic) is rate limiting this server (HTTP 429). "
+        "Try again in 12 s.",
     ),
     (
         RateLimitError("slow down", provider="openai", status=429),
@@ -137,9 +138,11 @@ def test_no_failure_text_is_a_repr() -> None:
 
 @pytest.fixture
 def server() -> Iterator[str]:
-    with ReplayServer(route=scenario_reply) as replay:
-        with running_server(create_app(make_agent(replay.url), owns=True)) as url:
-            yield url
+    with (
+        ReplayServer(route=scenario_reply) as replay,
+        running_server(create_app(make_agent(replay.url), owns=True)) as url,
+    ):
+        yield url
 
 
 def test_a_rate_limited_run_says_so_with_the_wait(server: str) -> None:

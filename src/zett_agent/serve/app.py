@@ -63,7 +63,7 @@ from starlette.types import Receive, Scope, Send
 
 from zett_agent.agent import Agent
 from zett_agent.client import AgentClient
-from zett_agent.errors import ResumeError, SessionStoreError
+from zett_agent.errors import ConfigError, ResumeError, SessionStoreError
 from zett_agent.events import AgentEvent
 from zett_agent.messages import UserMessage
 from zett_agent.resume import plan_resume
@@ -338,8 +338,8 @@ async def _go_on(
         await events.aclose()
         if isinstance(error, ApprovalConflictError):
             raise RequestError(f"another decision was taken first: {error}", 409) from None
-        if isinstance(error, ResumeError):
-            raise RequestError(str(error), 409) from None
+        if isinstance(error, ResumeError | ConfigError):  # nothing waits; a durable
+            raise RequestError(str(error), 409) from None  # run's calls, no handoff here
         if isinstance(error, ValueError):
             raise RequestError(f"decisions: {error}", 422) from None
         raise

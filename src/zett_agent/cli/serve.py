@@ -143,11 +143,8 @@ def serve(
         out.print(f"  calls of {waiting} wait for approval on the page", style="dim")
     if getattr(resolved, "starts_server", False):
         out.print("  starting the local llama.cpp server first…", style="dim", soft_wrap=True)
-    server = uvicorn.Config(
-        web, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5
-    )  # configures uvicorn's loggers: the filter goes on after it
     logging.getLogger("uvicorn.error").addFilter(_one_line_startup_error)
-    uvicorn.Server(server).run()
+    uvicorn.run(web, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
 
 
 def _one_line_startup_error(record: logging.LogRecord) -> bool:

@@ -374,3 +374,50 @@ def test_two_servers_answering_the_same_call_at_once_run_it_once(
         for url in urls:  # either server shows the winner's outcome
             [part] = tool_parts(session(url, chat_id)[1])
             assert part["state"] == "output-available"
+
+
+def test_a_call_id_used_again_in_the_same_message_gets_its_own_part_and_approval() -> None:
+    """Providers that number their calls (``call_0`` in every answer) reuse an id in
+    the run that goes on after an approval: the new call gets its own part, its own
+    approval id, and an answer to the first request cannot decide it."""
+    from zett_agent.agent import Agent, AgentRunConfig
+    from zett_agent.demo_tools import get_weather
+    from zett_agent.messages import ToolCall
+    from zett_agent.testing import ScriptedModel, reply
+
+    model = ScriptedModel(
+        reply(tool_calls=[ToolCall("call_0", "get_weather", '{"city": "Oslo"}')]),
+        reply(tool_calls=[ToolCall("call_0", "get_weather", '{"city": "Rome"}')]),
+        reply("Oslo and Rome, checked."),
+    )
+    agent = Agent(model, AgentRunConfig("t", approval=waits), [get_weather])
+    with running_server(create_app(agent, owns=True)) as url:
+        first = ask(url, "n1", "go")
+        [asked] = of_type(first, "tool-approval-request")
+        history = session(url, "n1")
+        second = chunks_of(send(url, "n1", answered(history, True)))
+        [output] = of_type(second, "tool-output-available")
+        assert output["toolCallId"] == "call_0" and "Oslo" in output["output"]
+        [again] = of_type(second, "tool-approval-request")
+        assert again["toolCallId"] == "call_0-2"  # a part of its own in the same message
+        assert (
+            again["approvalId"].startswith("call_0@") and again["approvalId"] != asked["approvalId"]
+        )
+        assert second[0]["messageId"] == first[0]["messageId"]
+
+        stale = send(url, "n1", answered(history, True))  # the first request's answer again
+        assert stale.status_code == 409
+        restored = session(url, "n1")
+        parts = tool_parts(restored[1])
+        assert [(p["toolCallId"], p["state"]) for p in parts] == [
+            ("call_0", "output-available"),
+            ("call_0-2", "approval-requested"),
+        ]
+        assert parts[1]["approval"] == {"id": again["approvalId"]}
+        third = chunks_of(send(url, "n1", answered(restored, False)))
+        assert [c["toolCallId"] for c in of_type(third, "tool-output-denied")] == ["call_0-2"]
+        assert "".join(c["delta"] for c in third if c["type"] == "text-delta") == (
+            "Oslo and Rome, checked."
+        )
+        states = [p["state"] for p in tool_parts(session(url, "n1")[1])]
+        assert states == ["output-available", "output-denied"]

@@ -337,7 +337,7 @@ async def _go_on(
         state.running.discard(session_id)
         await events.aclose()
         if isinstance(error, ApprovalConflictError):
-            raise RequestError(f"another decision was taken first: {error}", 409) from None
+            raise RequestError(str(error), 409) from None  # says: decided already
         if isinstance(error, ResumeError | ConfigError):  # nothing waits; a durable
             raise RequestError(str(error), 409) from None  # run's calls, no handoff here
         if isinstance(error, ValueError):

@@ -73,7 +73,7 @@ from zett_agent.tools import approvals as _approvals
 from zett_agent.tools.approvals import Decision
 
 from .failure import failure_text
-from .history import Continuation, continuation, ui_messages
+from .history import Continuation, assistant_message_id, continuation, ui_messages
 from .request import (
     MAX_REASON_CHARS,
     ApprovalResponse,
@@ -276,10 +276,8 @@ async def chat(request: Request) -> Response:
         state.running.discard(session_id)
         raise
     events = state.client.stream(None, session_id=session_id)
-    rows = await state.client.store.rows(session_id)
-    place = continuation([r for r in rows if r.seq <= seq], state.agent.continue_prompt)
     return UIStreamResponse(
-        _chunks(events, place.message_id),
+        _chunks(events, assistant_message_id(seq)),  # a new message after the question
         on_close=lambda: state.running.discard(session_id),
     )
 

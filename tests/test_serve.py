@@ -341,6 +341,20 @@ def test_cors_only_for_configured_origins(replay: ReplayServer) -> None:
         assert other.status_code == 403
 
 
+def test_a_dev_server_proxy_that_keeps_the_browsers_host_passes_host_and_origin(
+    server: str,
+) -> None:
+    """A page on a dev server (http://localhost:5173) whose proxy sends /api on with
+    the browser's own Host header: Host is loopback, Origin is that same origin."""
+    proxied = {"host": "localhost:5173", "origin": "http://localhost:5173"}
+    response = httpx.post(
+        f"{server}/api/chat", json=chat_body("p1", "hello"), headers=proxied, timeout=30
+    )
+    assert response.status_code == 200, response.text
+    elsewhere = {"host": "localhost:5173", "origin": "http://localhost:3000"}
+    assert httpx.get(f"{server}/api/sessions", headers=elsewhere).status_code == 403
+
+
 def test_listening_off_loopback_needs_a_token(replay: ReplayServer) -> None:
     with pytest.raises(ValueError, match="token"):
         create_app(make_agent(replay.url), settings=ServeSettings(host="0.0.0.0"))

@@ -47,6 +47,7 @@ from .stream import (
     approval_id,
     finish_reason,
     message_metadata,
+    output_data,
     parse_input,
     stop_data,
 )
@@ -138,6 +139,8 @@ class _Assistant:
             self.by_ui_id[ui_id] = part
         if message.stop is not None and not message.stop.ok:
             self.parts.append({"type": "data-stop", "data": stop_data(message.stop)})
+        if message.output is not None:  # a typed result, as the stream's last data-output
+            self.parts.append(output_data(message.output, partial=False))
         self.message["metadata"] = message_metadata(finish_reason(message.stop), message.stop)
 
     def result(self, result: ToolResultMessage) -> None:

@@ -21,10 +21,18 @@ One run is one UI assistant message::
       tool-approval-request*                               (calls that wait for a person)
       finish-step )*
     [data-stop]                                            (max_turns used up)
+    [data-output]                                          (a typed result)
     finish (finishReason, messageMetadata)  |  error ... finish (error)  |  abort (cancelled)
 
 ``start`` is sent with the first chunk that adds to the message; a run that fails
 before any output sends only ``error`` and ``finish`` (no empty message).
+
+**A typed result** (``output_type``) is a ``data-output`` chunk, ``{"type":
+"data-output", "id": "output", "data": {"value": <JSON>, "partial": bool}}``: one
+per PARTIAL_OUTPUT while the answer streams (``partial: true``), then the final
+value with the run's end. They share one ``id``, so a front end's message keeps one
+``data-output`` part, replaced as it grows (the AI SDK reconciles data parts by
+type and id); a restored session shows the final one (:mod:`.history`).
 
 **Why it stopped** is a custom data chunk, ``{"type": "data-stop", "data": {...}}``,
 sent once per *abnormal step* (each ``MODEL_STOPPED``) with the fields of
@@ -65,6 +73,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias
 
+from pydantic_core import to_jsonable_python
+
 from zett_agent.events import AgentEvent, AgentEventType
 from zett_agent.messages import AssistantMessage, ToolCall, ToolResultMessage
 from zett_agent.stop import StopInfo, StopReason
@@ -81,6 +91,7 @@ __all__ = [
     "approval_id",
     "finish_reason",
     "message_metadata",
+    "output_data",
     "parse_input",
     "sse",
     "stop_data",
@@ -176,6 +187,12 @@ def approval_id(request: ApprovalRequest, call: ToolCall) -> str:
     ``call_0`` each time) never decides a later one. Requests stored without a run
     id (schema 2) use the call id."""
     return f"{call.id}@{request.run_id}" if request.run_id else call.id
+
+
+def output_data(value: Any, *, partial: bool) -> Chunk:
+    """The ``data-output`` chunk (or stored part) of a typed result ``value``."""
+    data = {"value": to_jsonable_python(value), "partial": partial}
+    return {"type": "data-output", "id": "output", "data": data}
 
 
 def sse(chunk: Chunk) -> bytes:
@@ -347,9 +364,13 @@ class UIMessageStream:
                 event.tool_call is not None and event.approval is not None
             ):
                 out += self._approval_request(event.approval, event.tool_call)
+            case AgentEventType.PARTIAL_OUTPUT if event.output is not None:
+                out.append(output_data(event.output, partial=True))
             case AgentEventType.RUN_COMPLETED:
                 self.final_stop = event.stop
                 self.waiting = event.approval is not None
+                if event.output is not None:
+                    out.append(output_data(event.output, partial=False))
             case _:
                 pass  # RUN_STARTED, TOOL_CALL_DELTA (held), TOOL_CALL_STARTED, RUN_FAILED
         return out

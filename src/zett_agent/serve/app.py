@@ -544,7 +544,9 @@ async def _chunks(
     chunk whose text says what kind of failure it was (:func:`.failure.failure_text`;
     the details go to the log); a cancellation propagates (the client is gone)."""
     encoder = UIMessageStream(message_id, tool_ids)
-    yield b"".join(map(sse, encoder.start() + encoder.approval_responses(answered)))
+    opening = encoder.start() + encoder.approval_responses(answered)
+    if opening:  # start itself waits for the first part (UIMessageStream)
+        yield b"".join(map(sse, opening))
     try:
         async with aclosing(events) as run:
             async for event in run:

@@ -8,10 +8,10 @@ stored session as the initial messages, the chat id in the URL. Pinned by its
 it into a temporary folder, so the page tested is always the source's). The page is
 served beside the zett app, same origin, as a host that mounts ``create_app`` does.
 
-Scenarios: approve, deny, reload while waiting then approve, two tabs approving the
-same call (one server, and two servers over one SQLite file), and a second turn
-after each kind of stop. Screenshots go to the test's temporary folder (or
-``ZETT_SCREENSHOT_DIR``).
+Scenarios: approve, deny, reload while waiting then approve, Stop (useChat's
+``stop()``), two tabs approving the same call (one server, and two servers over one
+SQLite file), and a second turn after each kind of stop. Screenshots go to the
+test's temporary folder (or ``ZETT_SCREENSHOT_DIR``).
 """
 
 from __future__ import annotations
@@ -303,6 +303,27 @@ def test_two_tabs_on_two_servers_approving_the_same_call_one_wins(
             loser.reload()
             loser.wait(f".text:text-is('{FINAL_WEATHER}')")
             assert loser.count(".tool.output-available") == 1
+
+
+def test_stop_keeps_the_answer_so_far_and_a_second_turn_follows(
+    site: tuple[str, ReplayServer], browser: Any, tmp_path: Path
+) -> None:
+    url, _ = site
+    tab = open_chat(browser, url, "cancel", tmp_path)
+    tab.ask("slow")
+    tab.wait(".text:text-matches('word2')")
+    tab.page.click("button.stop-button")  # useChat's stop(): the request is aborted
+    tab.idle()
+    assert "word39" not in tab.text()
+    tab.ask("next question")
+    tab.wait(".text:text-is('You said: next question')")
+    tab.idle()
+    tab.reload()  # the server kept the cut answer as interrupted (cancelled)
+    tab.wait(".stop:text-matches('^Stopped: interrupted')")
+    assert "cancelled" in tab.text(".stop")
+    assert tab.count(".message.assistant") == 2
+    tab.shot("cancel-reloaded")
+    assert tab.errors == []
 
 
 STOPS = [

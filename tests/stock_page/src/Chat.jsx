@@ -7,7 +7,7 @@ import { useChat } from '@ai-sdk/react';
 import { lastAssistantMessageIsCompleteWithApprovalResponses } from 'ai';
 
 export function Chat({ id, initialMessages }) {
-  const { messages, sendMessage, addToolApprovalResponse, status, error } = useChat({
+  const { messages, sendMessage, addToolApprovalResponse, stop, status, error } = useChat({
     id,
     messages: initialMessages,
     sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
@@ -38,6 +38,7 @@ export function Chat({ id, initialMessages }) {
       >
         <input value={input} onChange={event => setInput(event.target.value)} placeholder="Ask something" />
         <button type="submit" disabled={busy}>Send</button>
+        {busy && <button type="button" className="stop-button" onClick={stop}>Stop</button>}
       </form>
       <div className="status">{status}</div>
     </main>

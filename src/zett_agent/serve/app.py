@@ -18,7 +18,7 @@
 **Approvals from any AI SDK front end**: after ``addToolApprovalResponse`` the SDK
 sends the message list ending with the assistant message whose tool parts are
 ``approval-responded``. Each answer is matched to the session's stored pending
-request by its ``approval.id`` *and* ``toolCallId`` (:func:`~.history.continuation`);
+request by its ``approval.id`` *and* ``toolCallId`` (:mod:`.approvals`);
 one the server never asked for, or asked for in an earlier request, is refused (409),
 and so is a set that leaves a waiting call unanswered (422). The call that runs is the
 stored one; the client's ``input`` is never read. The decisions are taken by
@@ -72,10 +72,10 @@ from zett_agent.sessions.base import messages_of
 from zett_agent.tools import approvals as _approvals
 from zett_agent.tools.approvals import Decision
 
+from .approvals import answered, decisions_for, decisions_from_json
 from .failure import failure_text
 from .history import Continuation, assistant_message_id, continuation, ui_messages
 from .request import (
-    MAX_REASON_CHARS,
     ApprovalResponse,
     ChatRequest,
     RequestError,
@@ -285,37 +285,10 @@ async def chat(request: Request) -> Response:
 async def _answer_approvals(
     state: _State, session_id: str, message_id: str | None, responses: list[ApprovalResponse]
 ) -> Response:
-    """Match the client's approval answers to the session's waiting calls (see the
-    module docstring) and go on with the decisions."""
+    """Match the client's approval answers to the session's waiting calls
+    (:mod:`.approvals`) and go on with the decisions."""
     place = continuation(await state.client.store.rows(session_id), state.agent.continue_prompt)
-    if not place.waiting:
-        raise RequestError(
-            "no tool calls wait for approval in this session (decided already?); "
-            "reload the session to see what happened",
-            409,
-        )
-    if message_id is not None and message_id != place.message_id:
-        raise RequestError(
-            f"the answers are in message {message_id!r}, but the calls that wait are in "
-            f"message {place.message_id!r}; reload the session",
-            409,
-        )
-    by_approval = {waiting.approval_id: waiting for waiting in place.waiting}
-    decisions: dict[str, Decision] = {}
-    for response in responses:
-        waiting = by_approval.get(response.approval_id)
-        if waiting is None or waiting.tool_call_id != response.tool_call_id:
-            raise RequestError(
-                f"approval {response.approval_id!r} of tool call {response.tool_call_id!r} "
-                "answers no call that waits in this session (decided already, or never "
-                "asked); reload the session",
-                409,
-            )
-        decisions[waiting.call.id] = Decision(response.approved, response.reason)
-    missing = [w.approval_id for w in place.waiting if w.call.id not in decisions]
-    if missing:
-        raise RequestError(f"no answer for the waiting approvals {', '.join(missing)}", 422)
-    return await _go_on(state, session_id, place, decisions)
+    return await _go_on(state, session_id, place, decisions_for(place, message_id, responses))
 
 
 async def _go_on(
@@ -341,12 +314,10 @@ async def _go_on(
         if isinstance(error, ValueError):
             raise RequestError(f"decisions: {error}", 422) from None
         raise
-    answered = [
-        (waiting.approval_id, waiting.tool_call_id, decisions[waiting.call.id])
-        for waiting in place.waiting
-    ]
     return UIStreamResponse(
-        _chunks(_after(first, events), place.message_id, place.tool_ids, answered),
+        _chunks(
+            _after(first, events), place.message_id, place.tool_ids, answered(place, decisions)
+        ),
         on_close=lambda: state.running.discard(session_id),
         events=events,
     )
@@ -456,23 +427,7 @@ async def approve(request: Request) -> Response:
         raise RequestError("send the body as application/json", 415)
     data = await _read_json(request, state.settings.max_body_bytes)
     place = continuation(await state.client.store.rows(session_id), state.agent.continue_prompt)
-    if not place.waiting:
-        raise RequestError("no tool calls wait for approval in this session", 409)
-    raw = data.get("decisions") if isinstance(data, dict) else None
-    if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
-        raise RequestError('send {"decisions": {"<approval id>": {"approved": true}}}', 422)
-    call_ids = {w.approval_id: w.call.id for w in place.waiting}
-    decisions = {
-        call_ids.get(str(key), str(key)): Decision(
-            bool(d.get("approved")), _reason(d.get("reason"))
-        )
-        for key, d in raw.items()
-    }
-    return await _go_on(state, session_id, place, decisions)
-
-
-def _reason(value: Any) -> str | None:
-    return value[:MAX_REASON_CHARS] if isinstance(value, str) else None
+    return await _go_on(state, session_id, place, decisions_from_json(place, data))
 
 
 # ---------------------------------------------------------------- streaming

@@ -5,7 +5,9 @@ The rows of a session (:meth:`SessionStore.rows
 it replaced) become UI messages ``{"id", "role", "parts"}`` (and ``metadata`` for
 an assistant message):
 
-* a user row is a user message ``u<seq>`` with one text part;
+* a user row is a user message ``u<seq>`` with one text part, then its stored
+  parts (images, documents, audio as ``file`` parts served by this server:
+  :func:`~zett_agent.serve.attachments.ui_parts`);
 * the assistant and tool rows after it are **one** assistant message, as one run
   is streamed: per stored answer a ``step-start`` part, its reasoning and text,
   a tool part per call (``tool-<name>``, with the result of its tool row, or the
@@ -42,6 +44,7 @@ from zett_agent.stop import StopReason
 from zett_agent.tools import CUT_OFF_ARGUMENTS, is_cut_off
 from zett_agent.tools.approvals import ApprovalDecision, ApprovalRequest, pending_request
 
+from .attachments import ui_parts
 from .stream import (
     ToolCallIds,
     approval_id,
@@ -206,11 +209,12 @@ def _build(
             if not resumed:
                 current = None
                 last_answer = None
+                parts = [{"type": "text", "text": message.content}] if message.content else []
                 out.append(
                     {
                         "id": user_message_id(row.seq),
                         "role": "user",
-                        "parts": [{"type": "text", "text": message.content}],
+                        "parts": parts + ui_parts(row.session_id, message.parts),
                     }
                 )
             previous_seq = row.seq

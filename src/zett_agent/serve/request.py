@@ -7,18 +7,19 @@ refused (a strict model once broke the second turn of every chat elsewhere).
 
 The session store is the source of truth: of ``messages`` only the **last
 message** is taken; the history the client sends, client system prompts and
-non-text parts are ignored. It is either
+other parts are ignored. It is either
 
-* the **user's** (:func:`new_input`: its text parts, joined by blank lines).
-  ``trigger`` ``"regenerate-message"`` asks the same question again: the last user
-  message is appended once more and answered, the earlier answer stays in the
-  stored history (rows are never rewritten); or
+* the **user's** (:func:`new_input`: its text parts, joined by blank lines, and
+  its file parts: :mod:`.attachments`). ``trigger`` ``"regenerate-message"`` asks
+  the same question again: the last user message is appended once more and
+  answered, the earlier answer stays in the stored history (rows are never
+  rewritten); or
 * the **assistant's**, whose tool parts in state ``approval-responded`` answer the
   calls that wait for approval (:func:`approval_responses`): what the SDK sends
   after ``addToolApprovalResponse`` with ``sendAutomaticallyWhen:
   lastAssistantMessageIsCompleteWithApprovalResponses``. Only each part's
   ``toolCallId`` and ``approval`` (``id``, ``approved``, ``reason``) are read; the
-  server matches them to its stored request (:mod:`.app`), and the call that runs is
+  server matches them to its stored request (:mod:`.approvals`), and the call that runs is
   the stored one, never the part's ``input``.
 """
 
@@ -99,8 +100,8 @@ def new_input(request: ChatRequest) -> str:
 
     Raises RequestError (400) when the last message is not a user message (a front
     end sending client-side tool results or approval answers: not taken today, see
-    the module docstring) or has no text, and (413) when it is longer than
-    :data:`MAX_PROMPT_CHARS`.
+    the module docstring) or has neither text nor a file part, and (413) when it
+    is longer than :data:`MAX_PROMPT_CHARS`. The text may be empty beside files.
     """
     message = request.messages[-1]
     if message.role != "user":
@@ -116,7 +117,8 @@ def new_input(request: ChatRequest) -> str:
         and isinstance(part.get("text"), str)
     ]
     text = "\n\n".join(t for t in texts if t.strip())
-    if not text:
+    has_file = any(isinstance(p, dict) and p.get("type") == "file" for p in message.parts)
+    if not text and not has_file:
         raise RequestError("the last user message has no text part")
     if len(text) > MAX_PROMPT_CHARS:
         raise RequestError(f"the message is longer than {MAX_PROMPT_CHARS} characters", 413)

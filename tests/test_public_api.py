@@ -34,6 +34,7 @@ PUBLIC = [
     "GoalVerdict",
     "ImagePart",
     "InMemorySessionStore",
+    "MCPAuthorizationError",
     "MediaPart",
     "Message",
     "Model",

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from zett_agent.cli.main import McpOption, RequireApprovalOption, app
+from zett_agent.cli.main import McpAuthOption, McpOption, RequireApprovalOption, app
 
 if TYPE_CHECKING:
     import logging
@@ -63,6 +63,7 @@ def serve(
     ] = None,
     mcp: McpOption = None,
     require_approval: RequireApprovalOption = None,
+    mcp_auth: McpAuthOption = None,
 ) -> None:
     """Serve the agent over HTTP: a chat page at / and the AI SDK's UI message stream.
 
@@ -70,8 +71,9 @@ def serve(
     resumes cut-off answers and lists sessions. POST /api/chat speaks the Vercel AI
     SDK's UI message stream protocol (useChat), with a data-stop chunk per abnormal
     step. Calls of --require-approval tools wait for Approve / Deny on the page (or
-    addToolApprovalResponse in any useChat page). Only 127.0.0.1 by default; another
-    address needs a bearer token.
+    addToolApprovalResponse in any useChat page); --mcp servers' tools are offered,
+    and what they ask the person is a form in the page. Only 127.0.0.1 by default;
+    another address needs a bearer token.
     """
     try:
         import uvicorn
@@ -88,7 +90,6 @@ def serve(
 
     from zett_agent.agent import Agent, AgentRunConfig
     from zett_agent.cli.approvals import approval_policy
-    from zett_agent.cli.mcp_tools import mcp_tools
     from zett_agent.demo_tools import select_demo_tools
     from zett_agent.errors import ZettError
     from zett_agent.models import resolve_model
@@ -119,15 +120,22 @@ def serve(
         allowed_hosts=tuple(allowed_host or ()),
         cors_origins=tuple(cors_origin or ()),
     )
-    agent = Agent(resolved, config, offered)
+    toolset = None
+    if mcp:
+        from zett_agent.cli.mcp_tools import mcp_toolset
+
+        try:
+            toolset = mcp_toolset(mcp, auth=mcp_auth)
+        except ZettError as error:
+            raise typer.BadParameter(str(error), param_hint="--mcp") from None
     try:
-        # the MCP servers start with the app, in its event loop, and stop with it
+        # the MCP servers start with the app (its lifespan), in its event loop
         web = create_app(
-            agent,
+            Agent(resolved, config, offered),
             SQLiteSessionStore(db),
             settings,
             owns=True,
-            contexts=[mcp_tools(tuple(mcp or ()), agent)],
+            mcp=toolset,
         )
     except ValueError as error:
         raise typer.BadParameter(str(error)) from None

@@ -19,6 +19,7 @@ from zett_agent.cli.main import (
     DEFAULT_MODEL,
     EXIT_CODES,
     MaxTokensOption,
+    McpAuthOption,
     McpOption,
     ModelOption,
     RequireApprovalOption,
@@ -189,6 +190,7 @@ def resume(
         bool, typer.Option("--json", help="Print one JSON record per event.")
     ] = False,
     mcp: McpOption = None,
+    mcp_auth: McpAuthOption = None,
     require_approval: RequireApprovalOption = None,
     yes: YesOption = False,
 ) -> None:
@@ -215,6 +217,7 @@ def resume(
         session=session_id,
         model_variable=model_variable(ctx),
         mcp=tuple(mcp or ()),
+        mcp_auth=mcp_auth,
         require_approval=tuple(require_approval or ()),
         yes=yes,
     )

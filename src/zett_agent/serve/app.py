@@ -46,7 +46,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, aclosing, asynccontextmanager
+from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,6 +84,7 @@ from .attachments import (
     part_response,
     stored_part,
 )
+from .elicitations import Elicitations
 from .failure import failure_text
 from .history import Continuation, assistant_message_id, continuation, ui_messages
 from .request import (
@@ -151,6 +152,7 @@ class _State:
     settings: ServeSettings
     own: bool
     running: set[str] = field(default_factory=set)
+    elicitations: Elicitations = field(default_factory=Elicitations)
 
 
 def create_app(
@@ -159,18 +161,18 @@ def create_app(
     settings: ServeSettings | None = None,
     *,
     owns: bool = False,
-    contexts: Sequence[AbstractAsyncContextManager[Any]] = (),
+    mcp: Any = None,
 ) -> Starlette:
     """The ASGI app serving ``agent`` over sessions in ``store`` (default: in memory).
 
     ``owns``: close the agent (and so its model, a local server it started) and the
-    store when the app shuts down; else they stay the caller's to close.
-    ``contexts``: async context managers the app's lifespan enters first, in order,
-    and exits when the app shuts down (``zett serve --mcp``: the MCP servers whose
-    tools the agent offers). The lifespan then starts the model (``ensure_ready``:
-    the local model's server). Raises ``ValueError`` for a non-loopback
-    ``settings.host`` without a token, or ``"*"`` in ``allowed_hosts`` without a
-    token.
+    store when the app shuts down; else they stay the caller's to close. The
+    app's lifespan starts the model first (``ensure_ready``: the local model's
+    server). ``mcp``: an :class:`~zett_agent.mcp.MCPTools` entered for the app's
+    life (in its lifespan) and attached to ``agent``; when it has no
+    ``elicitation`` callback, the page answers its servers' elicitations
+    (:mod:`.elicitations`). Raises ``ValueError`` for a non-loopback ``settings.host`` without a
+    token, or ``"*"`` in ``allowed_hosts`` without a token.
     """
     settings = settings or ServeSettings()
     if settings.token is None and not is_loopback(settings.host):
@@ -182,13 +184,16 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        ready = getattr(agent.model, "ensure_ready", None)
+        if ready is not None:
+            await ready()
         try:
             async with AsyncExitStack() as stack:
-                for context in contexts:
-                    await stack.enter_async_context(context)
-                ready = getattr(agent.model, "ensure_ready", None)
-                if ready is not None:
-                    await ready()
+                if mcp is not None:
+                    if mcp.elicitation is None:
+                        mcp.elicitation = state.elicitations.ask
+                    await stack.enter_async_context(mcp)
+                    mcp.attach(agent)
                 yield
         finally:
             if state.own:
@@ -227,6 +232,7 @@ def create_app(
             Route("/api/sessions/{id}/parts/{sha256}", stored_part_bytes),
             Route("/api/sessions/{id}/resume", resume, methods=["POST"]),
             Route("/api/sessions/{id}/approve", approve, methods=["POST"]),
+            Route("/api/elicitations/{id}", elicitation, methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ],
         middleware=middleware,
@@ -490,6 +496,28 @@ async def approve(request: Request) -> Response:
     data = await _read_json(request, state.settings.max_body_bytes)
     place = continuation(await state.client.store.rows(session_id), state.agent.continue_prompt)
     return await _go_on(state, session_id, place, decisions_from_json(place, data))
+
+
+async def elicitation(request: Request) -> Response:
+    """Answer an MCP server's elicitation the page showed (the ``id`` of its
+    ``data-elicitation`` chunk). Body: ``{"action": "accept", "content": {...}}``,
+    or ``{"action": "decline"}`` / ``"cancel"``. 204; 404 when nothing waits for
+    that id (answered already, or its run ended); 422 for another body."""
+    state = _state(request)
+    if not _is_json(request):
+        raise RequestError("send the body as application/json", 415)
+    data = await _read_json(request, state.settings.max_body_bytes)
+    action = data.get("action") if isinstance(data, dict) else None
+    content = data.get("content") if isinstance(data, dict) else None
+    if not isinstance(action, str) or (content is not None and not isinstance(content, dict)):
+        raise RequestError('send {"action": "accept", "content": {...}}', 422)
+    try:
+        found = state.elicitations.answer(str(request.path_params["id"]), action, content)
+    except ValueError as error:
+        raise RequestError(str(error), 422) from None
+    if not found:
+        raise RequestError("nothing waits for that answer (answered, or its run ended)", 404)
+    return Response(status_code=204)
 
 
 # ---------------------------------------------------------------- streaming

@@ -17,7 +17,8 @@ right ``data-stop``/``finishReason``; a wrong one fails the bench (exit 1).
 
 Printed, each against a baseline measured in the same run:
 
-* time to first chunk (the ``start`` chunk) and to the first model output chunk
+* time to the response head (status line and headers: the server took the chat; the
+  ``start`` chunk goes with the first part) and to the first model output chunk
   (first text, tool or ``data-stop`` chunk), p50/p99, against the same N chats run
   by ``AgentClient`` in this process with no HTTP (time to the first model event);
 * server RSS at its peak during the load (``VmHWM``) against its RSS when idle, and
@@ -302,7 +303,7 @@ async def one_chat(url: str, n: int, out: list[dict[str, Any]]) -> None:
                 break
             now = time.perf_counter()
             raw += piece
-            if first is None and b"data: " in raw:
+            if first is None and b"\r\n\r\n" in raw:  # the response head
                 first = now - started
             if output is None and any(
                 marker in raw for marker in (b'"text-delta"', b'"tool-input-start"', b'"data-stop"')
@@ -582,7 +583,7 @@ def report(figures: dict[str, Any]) -> None:
     )
     print(f"  {figures['completed']} completed in {figures['wall_s']:.2f} s")
     print(f"  right stops: {figures['completed'] - len(figures['wrong'])}/{figures['completed']}")
-    print(f"  time to first chunk (start)    p50 {f['p50']:7.1f} ms   p99 {f['p99']:7.1f} ms")
+    print(f"  time to the response head      p50 {f['p50']:7.1f} ms   p99 {f['p99']:7.1f} ms")
     print(f"  time to first output chunk     p50 {o['p50']:7.1f} ms   p99 {o['p99']:7.1f} ms")
     print(f"  baseline: AgentClient, no HTTP p50 {b['p50']:7.1f} ms   p99 {b['p99']:7.1f} ms")
     print(

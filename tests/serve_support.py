@@ -11,12 +11,15 @@ prompt          replayed answer                                               st
 ``interrupt``   recording: a get_weather call cut by an error chunk          INTERRUPTED,
                                                                               withheld
 ``weather``     a get_weather(Paris) call; after its result, a text answer   normal
+                (:data:`FINAL_DENIED` when the result says a person denied it)
+``both``        get_weather(Paris) and get_weather(Oslo) in one answer       normal
 ``cut-call``    text, then a get_weather call whose arguments end mid-string, MAX_OUTPUT,
                 ``length``; after the cut-off result, a text answer           then normal
 ``slow``        40 words, 0.1 s apart                                         normal
 ``flood``       4,000 text deltas of 2,000 characters, no pause (8 MB)     normal
 ``think``       recording: DeepSeek reasoner, reasoning then text            normal
 ``fail``        HTTP 401 whose message holds a secret                         (an error)
+``rate limit``  HTTP 429 with ``retry-after: 7``                              (an error)
 (anything)      ``You said: <prompt>``, plus ``(N images)`` for image parts   normal
 ==============  ============================================================  ==========
 """
@@ -42,6 +45,7 @@ RECORDINGS = Path(__file__).parent / "recordings"
 FINAL_WEATHER = "It is light rain in Paris, 14 °C."
 FINAL_AFTER_CUT = "The call was cut off; ask again with a shorter question."
 FLOOD_DELTAS, FLOOD_DELTA = 4000, 2000
+FINAL_DENIED = "Understood, I did not check the weather."
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -90,6 +94,8 @@ def scenario_reply(request: RecordedRequest, delay: float = 0.0) -> Reply:
     options: dict[str, Any] = {"delay": delay}
     if last["role"] == "tool":
         final = FINAL_AFTER_CUT if "cut-call" in prompt else FINAL_WEATHER
+        if "denied" in str(last.get("content", "")):
+            final = FINAL_DENIED
         return _sse(_text(final), **options)
     if "fail" in prompt:  # an error before any output: the run fails
         error = {"message": "invalid key sk-secret-123", "type": "invalid_request_error"}
@@ -99,6 +105,9 @@ def scenario_reply(request: RecordedRequest, delay: float = 0.0) -> Reply:
         chunks = [_chunk({"role": "assistant", "content": ""})]
         chunks += [_chunk({"content": piece}) for piece in pieces] + [_chunk({}, "stop")]
         return _sse(chunks, **options)
+    if "rate limit" in prompt:  # a 429 before any output
+        error = {"message": "Rate limit reached for requests", "type": "requests"}
+        return Reply.json({"error": error}, status=429, headers={"retry-after": "7"})
     if "slow" in prompt:  # 40 words, 0.1 s apart: time to disconnect mid-answer
         return _sse(_text(" ".join(f"word{n}" for n in range(40))), delay=max(delay, 0.1))
     if "think" in prompt:
@@ -117,6 +126,15 @@ def scenario_reply(request: RecordedRequest, delay: float = 0.0) -> Reply:
         return _sse(chunks, **options)
     if "cut" in prompt:
         return Reply.file(RECORDINGS / "openai_chat__stream_length_truncated_json.sse", **options)
+    if "both" in prompt:
+        chunks = _call("call_p", "get_weather", ['{"city": "Paris"}'])
+        second = _call("call_o", "get_weather", ['{"city": "Oslo"}'])
+        for chunk in second:  # the second call at index 1
+            for call in chunk["choices"][0]["delta"].get("tool_calls", []):
+                call["index"] = 1
+        chunks += second
+        chunks.append(_chunk({}, "tool_calls"))
+        return _sse(chunks, **options)
     if "weather" in prompt:
         chunks = _call("call_w1", "get_weather", ['{"city"', ': "Paris"}'])
         chunks.append(_chunk({}, "tool_calls"))

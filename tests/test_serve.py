@@ -80,7 +80,18 @@ def test_refusal_streams_text_then_one_data_stop_and_content_filter(server: str)
     assert stop["reason"] == "refusal"
     assert stop["describe"].startswith("refusal")
     assert set(stop) >= {"reason", "raw", "category", "message", "recommended_model", "detail"}
-    assert chunks[-1] == {"type": "finish", "finishReason": "content-filter"}
+    assert chunks[-1]["finishReason"] == "content-filter"
+    # the same facts are the message's metadata, cleared at start and set at finish
+    assert chunks[0]["messageMetadata"] == {"finishReason": None, "stop": None}
+    assert chunks[-1]["messageMetadata"] == {
+        "finishReason": "content-filter",
+        "stop": {
+            "reason": "refusal",
+            "raw": stop["raw"],
+            "category": stop["category"],
+            "message": "I'm sorry, I can't assist with that request.",
+        },
+    }
     # every part is closed before the step ends
     assert types(chunks)[-4:] == ["text-end", "data-stop", "finish-step", "finish"]
 
@@ -133,11 +144,15 @@ def test_cut_call_gets_tool_input_error_and_abnormal_step_then_normal_finish(ser
     assert chunks[-1]["finishReason"] == "stop"  # per run: the run ended normally
 
 
-def test_a_failed_run_ends_with_an_error_chunk_that_names_only_the_type(server: str) -> None:
+def test_a_failed_run_says_what_kind_of_failure_without_the_provider_text(server: str) -> None:
     chunks = chat(server, "e1", "fail")
-    assert types(chunks) == ["start", "start-step", "finish-step", "error", "finish"]
-    assert "ProviderHTTPError" in chunks[3]["errorText"]
-    assert "secret" not in json.dumps(chunks)
+    # no part, so no start: the SDK adds no empty assistant message
+    assert types(chunks) == ["error", "finish"]
+    assert chunks[0]["errorText"] == (
+        "Authentication failed: the model provider (openai) did not accept the credentials "
+        "(HTTP 401, invalid_request_error). Check the API key the server uses."
+    )
+    assert "secret" not in json.dumps(chunks)  # a 401's message may echo the key it got
     assert chunks[-1]["finishReason"] == "error"
     # the session keeps the question; it can be answered again by resuming
     stored = httpx.get(f"{server}/api/sessions/e1").json()["messages"]
@@ -204,7 +219,7 @@ def test_resume_continues_the_cut_answer_into_the_same_ui_message(server: str) -
     response = httpx.post(f"{server}/api/sessions/m1/resume", timeout=30)
     assert response.status_code == 200, response.text
     chunks = read_chunks(response.text)
-    assert chunks[0] == {"type": "start", "messageId": "a1"}
+    assert chunks[0]["messageId"] == "a1"
     assert chunks[-1]["finishReason"] == "stop"
     messages = httpx.get(f"{server}/api/sessions/m1").json()["messages"]
     # the continuation turn is part of the answer it continues
@@ -330,6 +345,20 @@ def test_cors_only_for_configured_origins(replay: ReplayServer) -> None:
         assert ok.headers["access-control-allow-origin"] == "http://app.test"
         other = httpx.get(f"{url}/api/sessions", headers={"origin": "http://other.test"})
         assert other.status_code == 403
+
+
+def test_a_dev_server_proxy_that_keeps_the_browsers_host_passes_host_and_origin(
+    server: str,
+) -> None:
+    """A page on a dev server (http://localhost:5173) whose proxy sends /api on with
+    the browser's own Host header: Host is loopback, Origin is that same origin."""
+    proxied = {"host": "localhost:5173", "origin": "http://localhost:5173"}
+    response = httpx.post(
+        f"{server}/api/chat", json=chat_body("p1", "hello"), headers=proxied, timeout=30
+    )
+    assert response.status_code == 200, response.text
+    elsewhere = {"host": "localhost:5173", "origin": "http://localhost:3000"}
+    assert httpx.get(f"{server}/api/sessions", headers=elsewhere).status_code == 403
 
 
 def test_listening_off_loopback_needs_a_token(replay: ReplayServer) -> None:

@@ -2,8 +2,10 @@
 
 ``tests/node/read_stream.mjs`` sends each prompt with the SDK's DefaultChatTransport
 (what ``useChat`` uses), checks every chunk against the SDK's ``uiMessageChunkSchema``
-and builds the UI message with ``readUIMessageStream``. Needs node and ``npm ci`` in
-tests/node (``.ci/run`` does both).
+and builds the UI message with ``readUIMessageStream``; for calls that wait for
+approval it answers them as ``addToolApprovalResponse`` does and reads the
+continuation into the same message. Needs node and ``npm ci`` in tests/node
+(``.ci/run`` does both).
 """
 
 from __future__ import annotations
@@ -20,7 +22,14 @@ import pytest
 
 pytest.importorskip("starlette", reason="the serve extra (starlette, uvicorn) is not installed")
 
-from serve_support import FINAL_AFTER_CUT, FINAL_WEATHER, make_agent, running_server, scenario_reply
+from serve_support import (
+    FINAL_AFTER_CUT,
+    FINAL_DENIED,
+    FINAL_WEATHER,
+    make_agent,
+    running_server,
+    scenario_reply,
+)
 from zett_agent.serve import create_app
 from zett_agent.testing import ReplayServer
 from zett_agent.tools import CUT_OFF_ARGUMENTS
@@ -47,22 +56,45 @@ CASES = {
 }
 
 
+APPROVAL_CASES = {
+    "approve1": "weather",
+    "deny1": "weather",
+    "approvereload": "weather",
+    "denyreload": "weather",
+    "approveboth": "both",
+}
+"""Read with get_weather waiting for approval (read_stream.mjs answers by chat id)."""
+
+
+def read_with_the_sdk(url: str, cases: dict[str, str]) -> dict[str, Any]:
+    args = [f"{chat_id}:{prompt}" for chat_id, prompt in cases.items()]
+    done = subprocess.run(
+        [str(NODE), "read_stream.mjs", url, *args],
+        cwd=NODE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    results: dict[str, Any] = json.loads(done.stdout)
+    return results
+
+
 @pytest.fixture(scope="module")
 def sdk_run() -> Iterator[tuple[dict[str, Any], str]]:
     with ReplayServer(route=scenario_reply) as replay:
         app = create_app(make_agent(replay.url), owns=True)
         with running_server(app) as url:
-            args = [f"{chat_id}:{prompt}" for chat_id, prompt in CASES.items()]
-            done = subprocess.run(
-                [str(NODE), "read_stream.mjs", url, *args],
-                cwd=NODE_DIR,
-                capture_output=True,
-                text=True,
-                timeout=90,
-                check=False,
-            )
-            assert done.returncode == 0, done.stderr
-            yield json.loads(done.stdout), url
+            yield read_with_the_sdk(url, CASES), url
+
+
+@pytest.fixture(scope="module")
+def sdk_approvals() -> Iterator[tuple[dict[str, Any], str]]:
+    with ReplayServer(route=scenario_reply) as replay:
+        agent = make_agent(replay.url, approval=lambda call: call.name == "get_weather")
+        with running_server(create_app(agent, owns=True)) as url:
+            yield read_with_the_sdk(url, APPROVAL_CASES), url
 
 
 def parts(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -104,6 +136,29 @@ def test_refusal_is_a_text_part_and_a_data_stop(sdk_run: tuple[dict[str, Any], s
     assert parts(result)[1]["text"] == "I'm sorry, I can't assist with that request."
     assert stop_of(result)["reason"] == "refusal"
     assert finish_reason(result) == "content-filter"
+
+
+@pytest.mark.parametrize(
+    ("chat_id", "finish", "reason"),
+    [
+        ("refusal", "content-filter", "refusal"),
+        ("cutoff", "length", "max_output"),
+        ("interrupted", "interrupted", "interrupted"),
+        ("toolrun", "stop", None),
+    ],
+)
+def test_the_sdk_built_message_carries_finish_reason_and_stop_as_metadata(
+    sdk_run: tuple[dict[str, Any], str], chat_id: str, finish: str, reason: str | None
+) -> None:
+    result = sdk_run[0][chat_id]
+    metadata = result["message"]["metadata"]
+    assert metadata["finishReason"] == finish
+    if reason is None:
+        assert metadata["stop"] is None
+    else:
+        stop = stop_of(result)
+        assert metadata["stop"] == {k: stop[k] for k in ("reason", "raw", "category", "message")}
+        assert metadata["stop"]["reason"] == reason
 
 
 def test_cutoff_is_max_output_and_length(sdk_run: tuple[dict[str, Any], str]) -> None:
@@ -177,10 +232,97 @@ def test_stored_session_matches_what_the_sdk_built(
     sdk_run: tuple[dict[str, Any], str], chat_id: str
 ) -> None:
     results, url = sdk_run
-    streamed = results[chat_id]["message"]
-    stored = httpx.get(f"{url}/api/sessions/{chat_id}").json()["messages"][1]
+    same_parts(results[chat_id]["message"], stored_answer(url, chat_id))
+
+
+PART_KEYS = ("type", "state", "text", "data", "toolCallId", "input", "output", "errorText")
+
+
+def stored_answer(url: str, chat_id: str) -> dict[str, Any]:
+    stored: dict[str, Any] = httpx.get(f"{url}/api/sessions/{chat_id}").json()["messages"][1]
+    return stored
+
+
+def same_parts(streamed: dict[str, Any], stored: dict[str, Any]) -> None:
+    """The stored message is what the SDK built from the stream: id, parts (with
+    each tool part's approval), metadata."""
     assert stored["id"] == streamed["id"]
-    keys = ("type", "state", "text", "data", "toolCallId", "input", "output", "errorText")
+    keys = (*PART_KEYS, "approval")
     assert [{k: p.get(k) for k in keys} for p in stored["parts"]] == [
         {k: p.get(k) for k in keys} for p in streamed["parts"]
     ]
+    assert stored["metadata"] == streamed["metadata"]
+
+
+# ---------------------------------------------------------------- approvals
+
+
+@pytest.mark.parametrize("chat_id", list(APPROVAL_CASES))
+def test_approval_chunks_validate_and_the_continuation_builds_the_same_message(
+    sdk_approvals: tuple[dict[str, Any], str], chat_id: str
+) -> None:
+    result = sdk_approvals[0][chat_id]
+    approved = result["approved"]
+    for read in (result, approved):
+        assert read["errors"] == [] and read["invalid"] == []
+    kinds = [c["type"] for c in result["chunks"]]
+    assert "tool-approval-request" in kinds
+    assert approved["chunks"][0]["messageId"] == result["message"]["id"]
+    assert approved["message"]["id"] == result["message"]["id"]  # not renamed
+    responses = [c for c in approved["chunks"] if c["type"] == "tool-approval-response"]
+    asked = [c for c in result["chunks"] if c["type"] == "tool-approval-request"]
+    assert [c["approvalId"] for c in responses] == [c["approvalId"] for c in asked]
+
+
+@pytest.mark.parametrize("chat_id", ["approve1", "approvereload", "approveboth"])
+def test_an_approved_call_runs_and_its_part_keeps_the_approval(
+    sdk_approvals: tuple[dict[str, Any], str], chat_id: str
+) -> None:
+    result = sdk_approvals[0][chat_id]
+    waiting = [p for p in result["message"]["parts"] if p["type"] == "tool-get_weather"]
+    assert {p["state"] for p in waiting} == {"approval-requested"}
+    assert result["message"]["metadata"] == {"finishReason": "tool-calls", "stop": None}
+    message = result["approved"]["message"]
+    tools = [p for p in message["parts"] if p["type"] == "tool-get_weather"]
+    assert [p["state"] for p in tools] == ["output-available"] * len(waiting)
+    assert [p["approval"] for p in tools] == [
+        {"id": p["approval"]["id"], "approved": True} for p in waiting
+    ]
+    assert message["parts"][-1]["text"] == FINAL_WEATHER
+    assert message["metadata"] == {"finishReason": "stop", "stop": None}
+
+
+@pytest.mark.parametrize("chat_id", ["deny1", "denyreload"])
+def test_a_denied_call_is_output_denied_with_its_reason(
+    sdk_approvals: tuple[dict[str, Any], str], chat_id: str
+) -> None:
+    result = sdk_approvals[0][chat_id]
+    [asked] = [c for c in result["chunks"] if c["type"] == "tool-approval-request"]
+    message = result["approved"]["message"]
+    [tool] = [p for p in message["parts"] if p["type"] == "tool-get_weather"]
+    assert tool["state"] == "output-denied"
+    assert tool["approval"] == {"id": asked["approvalId"], "approved": False, "reason": "not now"}
+    assert "errorText" not in tool
+    assert message["parts"][-1]["text"] == FINAL_DENIED
+
+
+@pytest.mark.parametrize("chat_id", ["approvereload", "denyreload"])
+def test_a_page_reloaded_while_calls_wait_restores_them_as_the_sdk_built_them(
+    sdk_approvals: tuple[dict[str, Any], str], chat_id: str
+) -> None:
+    result = sdk_approvals[0][chat_id]
+    same_parts(result["message"], result["restored"])
+
+
+@pytest.mark.parametrize("chat_id", list(APPROVAL_CASES))
+def test_after_an_approval_the_stored_session_is_what_the_sdk_built_and_a_turn_follows(
+    sdk_approvals: tuple[dict[str, Any], str], chat_id: str
+) -> None:
+    results, url = sdk_approvals
+    result = results[chat_id]
+    assert result["errors"] == []
+    second = result["second"]
+    assert [p.get("text") for p in second["parts"] if p["type"] == "text"] == ["You said: thanks"]
+    messages = httpx.get(f"{url}/api/sessions/{chat_id}").json()["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant"]
+    same_parts(result["approved"]["message"], messages[1])

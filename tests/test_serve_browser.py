@@ -1,15 +1,14 @@
 """The page in a real headless browser: Debian's chromium driven by playwright.
 
-Nothing downloads a browser: playwright is given ``/usr/bin/chromium`` (``apt-get
-install chromium``, done by ``.ci/run``). The model is a replay routed by prompt
-(``tests/serve_support.py``); the screenshot is saved in the test's temp dir.
+Nothing downloads a browser: playwright is given ``/usr/bin/chromium``
+(``tests/browser_support.py``). The model is a replay routed by prompt
+(``tests/serve_support.py``); the screenshot is saved in the test's temp dir (or
+``ZETT_SCREENSHOT_DIR``).
 """
 
 from __future__ import annotations
 
 import base64
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,33 +17,16 @@ import pytest
 pytest.importorskip("starlette", reason="the serve extra (starlette, uvicorn) is not installed")
 pytest.importorskip("playwright", reason="playwright is not installed")
 
-from playwright import sync_api as playwright_api
-
+from browser_support import CHROMIUM, chromium, has_chromium, screenshot_dir
 from serve_support import make_agent, running_server, scenario_reply
 from zett_agent.serve import ServeSettings, create_app
 from zett_agent.testing import ReplayServer
 
-CHROMIUM = os.environ.get("ZETT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(
-        not Path(CHROMIUM).exists(), reason=f"no chromium at {CHROMIUM} (apt-get install chromium)"
+        not has_chromium(), reason=f"no chromium at {CHROMIUM} (apt-get install chromium)"
     ),
-]
-
-# as root chromium needs --no-sandbox; the rest keeps it from reaching the network
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-default-apps",
-    "--disable-sync",
-    "--disable-extensions",
-    "--no-first-run",
-    "--disable-dev-shm-usage",
-    "--disable-gpu",
-    "--metrics-recording-only",
 ]
 
 
@@ -58,15 +40,8 @@ def page_url() -> Iterator[str]:
 
 @pytest.fixture
 def browser_page() -> Iterator[object]:
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-        )
-        try:
-            page = browser.new_page(viewport={"width": 1100, "height": 800})
-            yield page
-        finally:
-            browser.close()
+    with chromium() as browser:
+        yield browser.new_page(viewport={"width": 1100, "height": 800})
 
 
 def ask(page: object, text: str) -> None:
@@ -101,8 +76,9 @@ def test_page_shows_refusal_and_cut_off_notices_and_resume(
     assert len(page.query_selector_all("button.resume")) == 1  # type: ignore[attr-defined]
 
     page.wait_for_selector("#sessions li")  # type: ignore[attr-defined]
-    page.screenshot(path=str(tmp_path / "serve-page.png"), full_page=True)  # type: ignore[attr-defined]
-    print(f"screenshot: {tmp_path / 'serve-page.png'}")
+    shot = screenshot_dir(tmp_path) / "serve-page.png"
+    page.screenshot(path=str(shot), full_page=True)  # type: ignore[attr-defined]
+    print(f"screenshot: {shot}")
 
     page.click("button.resume")  # type: ignore[attr-defined]
     page.wait_for_selector("#messages :text('You said: Continue')")  # type: ignore[attr-defined]
@@ -157,6 +133,62 @@ def test_page_takes_the_token_from_the_url_fragment(browser_page: object) -> Non
             assert "token" not in page.url  # type: ignore[attr-defined]
             ask(page, "cut")
             page.wait_for_selector(".stop-max_output")  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="module")
+def approval_url() -> Iterator[str]:
+    with ReplayServer(route=scenario_reply) as replay:
+        agent = make_agent(replay.url, approval=lambda call: call.name == "get_weather")
+        with running_server(create_app(agent, owns=True)) as url:
+            yield url
+
+
+def test_page_approves_a_waiting_call_after_a_reload(
+    approval_url: str, browser_page: object, tmp_path: Path
+) -> None:
+    page = browser_page
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))  # type: ignore[attr-defined]
+    page.goto(approval_url)  # type: ignore[attr-defined]
+    ask(page, "weather in Paris?")
+    page.wait_for_selector("button.approve")  # type: ignore[attr-defined]
+    page.wait_for_selector("#send:not([disabled])")  # type: ignore[attr-defined]
+    page.reload()  # type: ignore[attr-defined]
+    page.click("#sessions li")  # type: ignore[attr-defined]
+    page.wait_for_selector("button.approve")  # restored, still waiting  # type: ignore[attr-defined]
+    shot = screenshot_dir(tmp_path) / "page-approval-waiting.png"
+    page.screenshot(path=str(shot), full_page=True)  # type: ignore[attr-defined]
+    print(f"screenshot: {shot}")
+    page.click("button.approve")  # type: ignore[attr-defined]
+    page.wait_for_selector("#messages :text('It is light rain in Paris')")  # type: ignore[attr-defined]
+    tool = page.text_content(".tool")  # type: ignore[attr-defined]
+    assert "light rain" in tool and "Approve" not in tool
+    assert len(page.query_selector_all(".message.assistant")) == 1  # type: ignore[attr-defined]
+    shot = screenshot_dir(tmp_path) / "page-approval-approved.png"
+    page.screenshot(path=str(shot), full_page=True)  # type: ignore[attr-defined]
+    print(f"screenshot: {shot}")
+    assert errors == []
+
+
+def test_page_denies_a_waiting_call(approval_url: str, browser_page: object) -> None:
+    page = browser_page
+    page.goto(approval_url)  # type: ignore[attr-defined]
+    ask(page, "weather in Paris?")
+    page.click("button.deny")  # type: ignore[attr-defined]
+    denied = page.wait_for_selector(".result.denied")  # type: ignore[attr-defined]
+    assert denied.text_content() == "✖ Denied: denied on the page (not run)"
+    page.wait_for_selector("#messages :text('I did not check the weather')")  # type: ignore[attr-defined]
+
+
+def test_page_shows_what_kind_of_failure_a_failed_run_was(
+    page_url: str, browser_page: object
+) -> None:
+    page = browser_page
+    page.goto(page_url)  # type: ignore[attr-defined]
+    ask(page, "fail")
+    notice = page.wait_for_selector(".error-notice")  # type: ignore[attr-defined]
+    assert notice.text_content().startswith("Authentication failed")
+    assert "secret" not in page.text_content("#messages")  # type: ignore[attr-defined]
 
 
 def test_page_attaches_an_image_and_shows_it_again_after_reopening_the_session(

@@ -8,8 +8,6 @@ started from the schema's defaults. The MCP server is
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import sys
 import threading
 from collections.abc import Iterator
@@ -21,14 +19,13 @@ import pytest
 
 pytest.importorskip("starlette", reason="the serve extra (starlette, uvicorn) is not installed")
 
+from browser_support import CHROMIUM
 from mcp_helpers import SERVERS, need_mcp
 from serve_support import chat_body, running_server
 from zett_agent import Agent, AgentRunConfig, ToolCall
 from zett_agent.testing import ScriptedModel, reply
 
 pytestmark = [pytest.mark.mcp, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
-
-CHROMIUM = os.environ.get("ZETT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
 
 @pytest.fixture
@@ -98,7 +95,7 @@ def test_the_page_shows_a_form_with_the_defaults_and_sends_the_answer(
     pytest.importorskip("playwright", reason="playwright is not installed")
     from playwright import sync_api as playwright_api
 
-    from test_serve_browser import CHROMIUM_ARGS
+    from browser_support import CHROMIUM_ARGS
 
     with playwright_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(

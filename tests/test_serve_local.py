@@ -68,7 +68,9 @@ def test_zett_serve_max_tokens_5_reports_the_cut_off(tmp_path: Path) -> None:
         chunks = read_chunks(response.text)
         stops = [c["data"] for c in chunks if c["type"] == "data-stop"]
         assert [s["reason"] for s in stops] == ["max_output"], chunks
-        assert chunks[-1] == {"type": "finish", "finishReason": "length"}
+        finish = chunks[-1]
+        assert (finish["type"], finish["finishReason"]) == ("finish", "length")
+        assert finish["messageMetadata"]["stop"]["reason"] == "max_output"
     finally:
         server.terminate()
         server.wait(30)

@@ -101,7 +101,7 @@ def test_a_client_that_reads_slowly_gets_the_whole_answer(server: str) -> None:
             body += piece
             received += len(piece)
             if n < 4:
-                time.sleep(0.3)  # each pause fills the queue; none reaches the limit
+                time.sleep(0.1)  # each pause fills the queue; none reaches the limit
     events = [e for e in body.decode().split("\n\n") if e.strip()]
     assert events[-1] == "data: [DONE]"
     chunks = [json.loads(e[6:]) for e in events[:-1]]

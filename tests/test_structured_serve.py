@@ -41,7 +41,7 @@ async def test_partial_and_final_outputs_are_data_output_parts(tmp_path: Path) -
         "value": {"name": "Paris", "population": 2102650},
         "partial": False,
     }
-    assert chunks[-1] == {"type": "finish", "finishReason": "stop"}
+    assert chunks[-1]["type"] == "finish" and chunks[-1]["finishReason"] == "stop"
     restored = ui_messages(await client.store.rows("s"), agent.continue_prompt)
     parts = [p for p in restored[-1]["parts"] if p["type"] == "data-output"]
     assert parts == [outputs[-1]]

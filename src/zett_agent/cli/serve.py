@@ -16,7 +16,7 @@ from __future__ import annotations
 import errno
 import socket
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -24,10 +24,14 @@ from zett_agent.cli.main import (
     EXIT_CODES,
     McpAuthOption,
     McpOption,
+    RequireApprovalOption,
     ToolChoiceOption,
     app,
     err_console,
 )
+
+if TYPE_CHECKING:
+    import logging
 
 __all__ = ["DEFAULT_MODEL", "bind", "serve"]
 
@@ -75,6 +79,7 @@ def serve(
         typer.Option(help="An origin allowed to call the API from another site (repeatable)."),
     ] = None,
     mcp: McpOption = None,
+    require_approval: RequireApprovalOption = None,
     mcp_auth: McpAuthOption = None,
 ) -> None:
     """Serve the agent over HTTP: a chat page at / and the AI SDK's UI message stream.
@@ -82,8 +87,10 @@ def serve(
     The page streams answers, shows tool calls and every stop with why it happened,
     resumes cut-off answers and lists sessions. POST /api/chat speaks the Vercel AI
     SDK's UI message stream protocol (useChat), with a data-stop chunk per abnormal
-    step. Only 127.0.0.1 by default; another address needs a bearer token.
-    --mcp servers' tools are offered; what they ask the person is a form in the page.
+    step. Calls of --require-approval tools wait for Approve / Deny on the page (or
+    addToolApprovalResponse in any useChat page); --mcp servers' tools are offered,
+    and what they ask the person is a form in the page. Only 127.0.0.1 by default;
+    another address needs a bearer token.
     """
     try:
         import uvicorn
@@ -93,11 +100,13 @@ def serve(
         raise typer.BadParameter(
             "zett serve needs the serve extra: pip install -e '.[serve]'", param_hint="serve"
         ) from None
+    import logging
     import secrets
 
     from rich.console import Console
 
     from zett_agent.agent import Agent, AgentRunConfig
+    from zett_agent.cli.approvals import approval_policy
     from zett_agent.cli.run import validate_tool_choice
     from zett_agent.demo_tools import select_demo_tools
     from zett_agent.errors import ZettError
@@ -113,7 +122,9 @@ def serve(
     validate_tool_choice(tool_choice, offered, tuple(mcp or ()))
     if token is None and not is_loopback(host):
         token = secrets.token_urlsafe(24)
-    config = AgentRunConfig("zett-serve", instructions=system)
+    config = AgentRunConfig(
+        "zett-serve", instructions=system, approval=approval_policy(require_approval or ())
+    )
     if max_tokens is not None:
         config.max_tokens = max_tokens
     if max_turns is not None:
@@ -140,6 +151,7 @@ def serve(
         except ZettError as error:
             raise typer.BadParameter(str(error), param_hint="--mcp") from None
     try:
+        # the MCP servers start with the app (its lifespan), in its event loop
         web = create_app(
             Agent(resolved, config, offered),
             SQLiteSessionStore(db),
@@ -154,14 +166,20 @@ def serve(
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/" + (f"#token={token}" if token else "")
     names = ", ".join(tool.__name__ for tool in offered) or "none"
+    if mcp:
+        names += f" and the tools of {len(mcp)} MCP server{'s' if len(mcp) > 1 else ''}"
     out.print(f"zett serve: {url}", soft_wrap=True)
     choice = f" (tool choice {tool_choice})" if tool_choice and (offered or mcp) else ""
     out.print(
         f"  model {model}, tools: {names}{choice}, sessions in {db}", style="dim", soft_wrap=True
     )
+    if require_approval:
+        waiting = ", ".join(n.strip() for v in require_approval for n in v.split(",") if n.strip())
+        out.print(f"  calls of {waiting} wait for approval on the page", style="dim")
     if getattr(resolved, "starts_server", False):
         out.print("  starting the local llama.cpp server first…", style="dim", soft_wrap=True)
     server = uvicorn.Server(uvicorn.Config(web, log_level="warning", timeout_graceful_shutdown=5))
+    logging.getLogger("uvicorn.error").addFilter(_one_line_startup_error)  # after its config
     try:
         server.run(sockets=[listening])
     except SystemExit:  # uvicorn's own exit when the app did not start (logged above)
@@ -205,3 +223,14 @@ def _cannot_listen(host: str, port: int, error: OSError) -> Any:
         soft_wrap=True,
     )
     raise typer.Exit(EXIT_CODES["error"])
+
+
+def _one_line_startup_error(record: logging.LogRecord) -> bool:
+    """uvicorn logs an app that could not start with the whole traceback; when a
+    zett error stopped it (an ``--mcp`` server that cannot be started), say that
+    error in one line, as ``zett run`` does."""
+    text = record.getMessage()
+    if text.startswith("Traceback") and "\nzett_agent.errors." in text:
+        last = text.strip().splitlines()[-1]
+        record.msg, record.args = f"✖ zett serve: {last.split(': ', 1)[-1]}", ()
+    return True

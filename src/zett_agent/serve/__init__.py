@@ -8,20 +8,36 @@ Optional extra ``serve`` (Starlette + uvicorn); the core never imports this pack
 * :class:`UIMessageStream` (:mod:`.stream`): a run's events as the Vercel AI SDK's UI
   message stream protocol v1, usable on its own (sans-IO), with a ``data-stop``
   chunk per abnormal step.
-* :func:`ui_messages` (:mod:`.history`): a stored session as UI messages.
+* :func:`ui_messages` (:mod:`.history`): a stored session as UI messages (calls
+  that wait for approval included, so a reloaded page can answer them).
+* :func:`failure_text` (:mod:`.failure`): what a page is told when a run fails.
+* :mod:`.request`: what ``POST /api/chat`` takes (a user message, or the answers to
+  waiting calls as ``addToolApprovalResponse`` sends them).
 * :mod:`.security`: Host, Origin, token and size checks; ``static/``: the page.
 """
 
 from .app import ServeSettings, create_app
+from .failure import failure_text
 from .history import ui_messages
-from .stream import FINISH_REASONS, UIMessageStream, finish_reason, sse, stop_data
+from .stream import (
+    FINISH_REASONS,
+    UIMessageStream,
+    approval_id,
+    finish_reason,
+    message_metadata,
+    sse,
+    stop_data,
+)
 
 __all__ = [
     "FINISH_REASONS",
     "ServeSettings",
     "UIMessageStream",
+    "approval_id",
     "create_app",
+    "failure_text",
     "finish_reason",
+    "message_metadata",
     "sse",
     "stop_data",
     "ui_messages",

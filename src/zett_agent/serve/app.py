@@ -3,16 +3,32 @@
 =======================================  =============================================
 ``GET /``                                the page (``static/``, served as it is)
 ``GET /api/info``                        model, tools and limits, for the page
-``POST /api/chat``                       the body ``useChat`` sends; answers with the
-                                         UI message stream (:mod:`.stream`)
+``POST /api/chat``                       the body ``useChat`` sends: a user message, or
+                                         the answers to calls waiting for approval;
+                                         answers with the UI message stream
+                                         (:mod:`.stream`)
 ``GET /api/chat/{id}/stream``            204: no stream to rejoin (useChat ``resume``)
 ``GET /api/sessions``                    the stored sessions, newest first
 ``GET /api/sessions/{id}``               ``{"id", "messages"}``: UI messages (:mod:`.history`)
 ``GET /api/sessions/{id}/parts/{sha}``   a stored image, document or audio part's bytes
                                          (:mod:`.attachments`)
 ``POST /api/sessions/{id}/resume``       continue a cut-off answer, streamed as a chat
+``POST /api/sessions/{id}/approve``      decide waiting calls without the SDK (JSON)
 ``DELETE /api/sessions/{id}``            delete the session
 =======================================  =============================================
+
+**Approvals from any AI SDK front end**: after ``addToolApprovalResponse`` the SDK
+sends the message list ending with the assistant message whose tool parts are
+``approval-responded``. Each answer is matched to the session's stored pending
+request by its ``approval.id`` *and* ``toolCallId`` (:mod:`.approvals`);
+one the server never asked for, or asked for in an earlier request, is refused (409),
+and so is a set that leaves a waiting call unanswered (422). The call that runs is the
+stored one; the client's ``input`` is never read. The decisions are taken by
+:meth:`AgentClient.approve_stream <zett_agent.client.AgentClient.approve_stream>`
+before the response starts, so a decision that lost to another one (another tab,
+another process: ``ApprovalConflictError``) is a 409 the SDK shows as its error, and
+the winner's outcome is what the session holds. The run that goes on streams into the
+same assistant message (``start.messageId`` is its stored id).
 
 The chat ``id`` is the session id in the :class:`~zett_agent.sessions.SessionStore`,
 which is the source of truth (:mod:`.request`). One run per session at a time: a
@@ -30,7 +46,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,16 +66,18 @@ from starlette.types import Receive, Scope, Send
 
 from zett_agent.agent import Agent
 from zett_agent.client import AgentClient
-from zett_agent.errors import ConfigError, ResumeError, SessionStoreError, ZettError
+from zett_agent.errors import ConfigError, ResumeError, SessionStoreError
 from zett_agent.events import AgentEvent
-from zett_agent.messages import ToolCall, UserMessage
+from zett_agent.messages import UserMessage
 from zett_agent.protocols.base import user_parts
 from zett_agent.resume import cancelling, plan_resume
 from zett_agent.sessions import InMemorySessionStore, SessionStore, live_rows
 from zett_agent.sessions.base import messages_of
-from zett_agent.tools.approvals import Decision, decided_results
+from zett_agent.tools import approvals as _approvals
+from zett_agent.tools.approvals import Decision
 from zett_agent.vendors import PROTOCOL_MEDIA
 
+from .approvals import answered, decisions_for, decisions_from_json
 from .attachments import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
     DEFAULT_MAX_CHAT_BODY_BYTES,
@@ -68,10 +86,29 @@ from .attachments import (
     stored_part,
 )
 from .elicitations import Elicitations
-from .history import assistant_message_id, ui_messages
-from .request import ChatRequest, RequestError, new_input, valid_session_id
+from .failure import failure_text
+from .history import Continuation, assistant_message_id, continuation, ui_messages
+from .request import (
+    ApprovalResponse,
+    ChatRequest,
+    RequestError,
+    approval_responses,
+    new_input,
+    valid_session_id,
+)
 from .security import Guard, error_response, is_loopback
-from .stream import DONE, UI_MESSAGE_STREAM_HEADERS, UIMessageStream, sse
+from .stream import DONE, UI_MESSAGE_STREAM_HEADERS, ToolCallIds, UIMessageStream, sse
+
+
+class _NoConflictError(Exception):
+    """Until the compare-and-set of decisions (issue 20) lands, nothing raises it."""
+
+
+ApprovalConflictError: type[Exception] = getattr(
+    _approvals, "ApprovalConflictError", _NoConflictError
+)
+"""What a decision that lost to another one raises (answered with 409)."""
+
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -283,9 +320,16 @@ async def chat(request: Request) -> Response:
         raise RequestError("send the body as application/json", 415)
     body = _validated(await _read_json(request, state.settings.max_chat_body_bytes))
     session_id = valid_session_id(body.id)
+    if body.messages[-1].role == "assistant":
+        message_id, responses = approval_responses(body)
+        return await _answer_approvals(state, session_id, message_id, responses)
     text = new_input(body)
     if await state.client.pending_approval(session_id) is not None:
-        raise RequestError("tool calls wait for approval: POST /api/sessions/{id}/approve", 409)
+        raise RequestError(
+            "tool calls wait for approval: approve or deny them first "
+            "(addToolApprovalResponse, or POST /api/sessions/{id}/approve)",
+            409,
+        )
     new_parts = body.messages[-1].parts
     stored: list[Any] = []
     if any(isinstance(p, dict) and p.get("type") == "file" for p in new_parts):
@@ -305,10 +349,62 @@ async def chat(request: Request) -> Response:
         raise
     events = state.client.stream(None, session_id=session_id)
     return UIStreamResponse(
-        _chunks(events, assistant_message_id(seq)),
+        _chunks(events, assistant_message_id(seq)),  # a new message after the question
         on_close=lambda: state.running.discard(session_id),
         settings=state.settings,
     )
+
+
+async def _answer_approvals(
+    state: _State, session_id: str, message_id: str | None, responses: list[ApprovalResponse]
+) -> Response:
+    """Match the client's approval answers to the session's waiting calls
+    (:mod:`.approvals`) and go on with the decisions."""
+    place = continuation(await state.client.store.rows(session_id), state.agent.continue_prompt)
+    return await _go_on(state, session_id, place, decisions_for(place, message_id, responses))
+
+
+async def _go_on(
+    state: _State, session_id: str, place: Continuation, decisions: Mapping[str, Decision]
+) -> Response:
+    """Take ``decisions`` and stream the run that goes on into ``place``'s message.
+
+    The first event is read before the response starts: that is when
+    :meth:`AgentClient.approve_stream` stores the decisions, so a decision that lost
+    (``ApprovalConflictError``), nothing waiting any more (``ResumeError``) or a
+    decision set that does not fit (``ValueError``) is an HTTP error, not a stream."""
+    _claim(state, session_id)
+    events = state.client.approve_stream(session_id, decisions)
+    try:
+        first = await anext(events)
+    except BaseException as error:
+        state.running.discard(session_id)
+        await events.aclose()
+        if isinstance(error, ApprovalConflictError):
+            raise RequestError(str(error), 409) from None  # says: decided already
+        if isinstance(error, ResumeError | ConfigError):  # nothing waits; a durable
+            raise RequestError(str(error), 409) from None  # run's calls, no handoff here
+        if isinstance(error, ValueError):
+            raise RequestError(f"decisions: {error}", 422) from None
+        raise
+    return UIStreamResponse(
+        _chunks(
+            _after(first, events), place.message_id, place.tool_ids, answered(place, decisions)
+        ),
+        on_close=lambda: state.running.discard(session_id),
+        settings=state.settings,
+        events=events,
+    )
+
+
+async def _after(
+    first: AgentEvent, rest: AsyncGenerator[AgentEvent, None]
+) -> AsyncGenerator[AgentEvent, None]:
+    """``first``, then the events of ``rest`` (closed with this generator)."""
+    async with aclosing(rest):
+        yield first
+        async for event in rest:
+            yield event
 
 
 async def rejoin(request: Request) -> Response:
@@ -395,17 +491,11 @@ async def resume(request: Request) -> Response:
         plan_resume(messages_of(rows), state.agent.model, state.agent.continue_prompt)
     except ResumeError as error:
         raise RequestError(str(error), 409) from None
-    shown = ui_messages(rows, state.agent.continue_prompt)
-    last = shown[-1] if shown else None
-    message_id = (
-        last["id"]
-        if last is not None and last["role"] == "assistant"
-        else assistant_message_id(rows[-1].seq)
-    )
+    place = continuation(rows, state.agent.continue_prompt)
     _claim(state, session_id)
     events = state.client.resume_stream(session_id)
     return UIStreamResponse(
-        _chunks(events, message_id),
+        _chunks(events, place.message_id, place.tool_ids),
         on_close=lambda: state.running.discard(session_id),
         settings=state.settings,
     )
@@ -413,44 +503,19 @@ async def resume(request: Request) -> Response:
 
 async def approve(request: Request) -> Response:
     """Decide the session's calls that wait for approval and go on, streaming the
-    run as ``/api/chat`` does. Body: ``{"decisions": {"<call id>": {"approved": true}
-    | {"approved": false, "reason": "..."}}}``, one per waiting call (the
-    ``approvalId`` of its ``tool-approval-request``). 409 when nothing waits, 422 for
-    decisions that do not answer exactly the waiting calls."""
+    run as ``/api/chat`` does, for clients without the AI SDK. Body:
+    ``{"decisions": {"<approval id or call id>": {"approved": true} | {"approved":
+    false, "reason": "..."}}}``, one per waiting call (the ``approvalId`` of its
+    ``tool-approval-request``, or the call's own id). 409 when nothing waits or
+    another decision won, 422 for decisions that do not answer exactly the waiting
+    calls."""
     state = _state(request)
     session_id = valid_session_id(request.path_params["id"])
     if not _is_json(request):
         raise RequestError("send the body as application/json", 415)
     data = await _read_json(request, state.settings.max_body_bytes)
-    waiting = await state.client.pending_approval(session_id)
-    if waiting is None:
-        raise RequestError("no tool calls wait for approval in this session", 409)
-    raw = data.get("decisions") if isinstance(data, dict) else None
-    if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
-        raise RequestError('send {"decisions": {"<call id>": {"approved": true}}}', 422)
-    decisions = {
-        str(call_id): Decision(bool(d.get("approved")), _reason(d.get("reason")))
-        for call_id, d in raw.items()
-    }
-    try:
-        decided_results(waiting, decisions)
-    except ValueError as error:
-        raise RequestError(f"decisions: {error}", 422) from None
-    rows = live_rows(await state.client.store.rows(session_id))
-    shown = ui_messages(rows, state.agent.continue_prompt)
-    last = shown[-1] if shown else None
-    message_id = (
-        last["id"]
-        if last is not None and last["role"] == "assistant"
-        else assistant_message_id(rows[-1].seq)
-    )
-    _claim(state, session_id)
-    events = state.client.approve_stream(session_id, decisions)
-    return UIStreamResponse(
-        _chunks(events, message_id, waiting.calls),
-        on_close=lambda: state.running.discard(session_id),
-        settings=state.settings,
-    )
+    place = continuation(await state.client.store.rows(session_id), state.agent.continue_prompt)
+    return await _go_on(state, session_id, place, decisions_from_json(place, data))
 
 
 async def elicitation(request: Request) -> Response:
@@ -475,10 +540,6 @@ async def elicitation(request: Request) -> Response:
     return Response(status_code=204)
 
 
-def _reason(value: Any) -> str | None:
-    return value[:2000] if isinstance(value, str) else None
-
-
 # ---------------------------------------------------------------- streaming
 
 
@@ -493,7 +554,8 @@ class UIStreamResponse(StreamingResponse):
     cancelled the same way, with ``detail["limit"] == "slow_client_timeout"`` and the
     reason as the stop's message, and the connection is closed. What is queued is
     sent in one write. ``on_close`` is called once whatever happens (the server
-    frees the session).
+    frees the session). ``events``: a run's events already started (their first
+    event was read), closed at the end too, even when ``chunks`` never started.
     """
 
     def __init__(
@@ -501,13 +563,19 @@ class UIStreamResponse(StreamingResponse):
         chunks: AsyncGenerator[bytes, None],
         on_close: Callable[[], None],
         settings: ServeSettings | None = None,
+        events: AsyncGenerator[AgentEvent, None] | None = None,
     ) -> None:
         super().__init__(chunks, headers=dict(UI_MESSAGE_STREAM_HEADERS))
         self._chunks = chunks
         self._on_close = on_close
         self._settings = settings or ServeSettings()
+        self._events = events
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # The run is read here, in the request's own task (where the route may have
+        # read its first event: a session lock taken there must be released there);
+        # a second task writes to the client, so a client that does not read blocks
+        # only the writer, and the run is cancelled after slow_client_timeout.
         settings = self._settings
         outbox = _Outbox(settings.stream_buffer_bytes)
         try:
@@ -518,41 +586,54 @@ class UIStreamResponse(StreamingResponse):
                         pass
                     group.cancel_scope.cancel()
 
-                async def run() -> None:
+                async def deliver() -> None:
                     try:
-                        async with aclosing(self._chunks) as chunks:
-                            async for data in chunks:
-                                if not await outbox.put(data, settings.slow_client_timeout):
-                                    why = (
-                                        f"the client read nothing for "
-                                        f"{settings.slow_client_timeout:g} s with "
-                                        f"{settings.stream_buffer_bytes} bytes of the stream "
-                                        f"waiting (slow_client_timeout)"
-                                    )
-                                    logger.warning("cancelling a run: %s", why)
-                                    with cancelling("slow_client_timeout", why):
-                                        await chunks.aclose()
-                                    outbox.stalled = True
-                                    group.cancel_scope.cancel()  # the sender waits on the client
-                                    return
-                    finally:
-                        outbox.close()
+                        await send(
+                            {
+                                "type": "http.response.start",
+                                "status": 200,
+                                "headers": self.raw_headers,
+                            }
+                        )
+                        while (data := await outbox.get()) is not None:
+                            await send(
+                                {"type": "http.response.body", "body": data, "more_body": True}
+                            )
+                        if not outbox.stalled:
+                            await send(
+                                {"type": "http.response.body", "body": b"", "more_body": False}
+                            )
+                    except OSError:  # the client went away while we wrote
+                        pass
+                    group.cancel_scope.cancel()
 
                 group.start_soon(watch)
-                group.start_soon(run)
+                group.start_soon(deliver)
                 try:
-                    await send(
-                        {"type": "http.response.start", "status": 200, "headers": self.raw_headers}
-                    )
-                    while (data := await outbox.get()) is not None:
-                        await send({"type": "http.response.body", "body": data, "more_body": True})
-                    if not outbox.stalled:
-                        await send({"type": "http.response.body", "body": b"", "more_body": False})
-                except OSError:  # the client went away while we wrote
-                    pass
-                group.cancel_scope.cancel()
+                    async with aclosing(self._chunks) as chunks:
+                        async for data in chunks:
+                            if not await outbox.put(data, settings.slow_client_timeout):
+                                why = (
+                                    f"the client read nothing for "
+                                    f"{settings.slow_client_timeout:g} s with "
+                                    f"{settings.stream_buffer_bytes} bytes of the stream "
+                                    f"waiting (slow_client_timeout)"
+                                )
+                                logger.warning("cancelling a run: %s", why)
+                                with cancelling("slow_client_timeout", why):
+                                    await chunks.aclose()
+                                outbox.stalled = True
+                                group.cancel_scope.cancel()  # the writer waits on the client
+                                break
+                finally:
+                    outbox.close()
         finally:
-            self._on_close()
+            try:
+                if self._events is not None:
+                    with anyio.CancelScope(shield=True):
+                        await self._events.aclose()
+            finally:
+                self._on_close()
 
 
 class _Outbox:
@@ -609,14 +690,18 @@ class _Outbox:
 async def _chunks(
     events: AsyncGenerator[AgentEvent, None],
     message_id: str,
-    waiting: Sequence[ToolCall] = (),
+    tool_ids: ToolCallIds | None = None,
+    answered: Sequence[tuple[str, str, Decision]] = (),
 ) -> AsyncGenerator[bytes, None]:
-    """The SSE bytes of one run: the encoder's chunks, then ``[DONE]``. An error
-    ends the message with an ``error`` chunk whose text names the error's type only
-    (details go to the log); a cancellation propagates (the client is gone)."""
-    encoder = UIMessageStream(message_id)
-    encoder.continue_calls(waiting)  # approved calls of an earlier stream
-    yield b"".join(map(sse, encoder.start()))
+    """The SSE bytes of one run: the encoder's chunks, then ``[DONE]``. ``tool_ids``
+    and ``answered``: a run that goes on in a message streamed before (its tool call
+    ids; the approvals it answers). An error ends the message with an ``error``
+    chunk whose text says what kind of failure it was (:func:`.failure.failure_text`;
+    the details go to the log); a cancellation propagates (the client is gone)."""
+    encoder = UIMessageStream(message_id, tool_ids)
+    opening = encoder.start() + encoder.approval_responses(answered)
+    if opening:  # start itself waits for the first part (UIMessageStream)
+        yield b"".join(map(sse, opening))
     try:
         async with aclosing(events) as run:
             async for event in run:
@@ -625,16 +710,10 @@ async def _chunks(
                     yield b"".join(map(sse, chunks))
     except Exception as error:
         logger.warning("run of UI message %s failed: %r", message_id, error)
-        yield b"".join(map(sse, encoder.fail(_error_text(error))))
+        yield b"".join(map(sse, encoder.fail(failure_text(error))))
     else:
         yield b"".join(map(sse, encoder.finish()))
     yield DONE
-
-
-def _error_text(error: Exception) -> str:
-    if isinstance(error, ZettError):
-        return f"The run failed: {type(error).__name__}. The server log has the details."
-    return "The run failed with an internal error. The server log has the details."
 
 
 # ---------------------------------------------------------------- helpers

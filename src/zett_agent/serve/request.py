@@ -6,31 +6,40 @@ newer SDK versions add more, so unknown fields are ignored everywhere rather tha
 refused (a strict model once broke the second turn of every chat elsewhere).
 
 The session store is the source of truth: of ``messages`` only the **last
-message** is taken, which must be the user's (its text parts, joined by blank
-lines, and its file parts: :mod:`.attachments`); the history the client sends,
-client system prompts and other parts are ignored. ``trigger``
-``"regenerate-message"`` asks the same question again: the last user message is
-appended once more and answered, the earlier answer stays in the stored history
-(rows are never rewritten).
+message** is taken; the history the client sends, client system prompts and
+other parts are ignored. It is either
 
-Tool approvals (helper ``mcp``): an approval answer arrives as the last
-*assistant* message with tool parts in state ``approval-responded``; read it in
-:func:`new_input` beside the user text.
+* the **user's** (:func:`new_input`: its text parts, joined by blank lines, and
+  its file parts: :mod:`.attachments`). ``trigger`` ``"regenerate-message"`` asks
+  the same question again: the last user message is appended once more and
+  answered, the earlier answer stays in the stored history (rows are never
+  rewritten); or
+* the **assistant's**, whose tool parts in state ``approval-responded`` answer the
+  calls that wait for approval (:func:`approval_responses`): what the SDK sends
+  after ``addToolApprovalResponse`` with ``sendAutomaticallyWhen:
+  lastAssistantMessageIsCompleteWithApprovalResponses``. Only each part's
+  ``toolCallId`` and ``approval`` (``id``, ``approved``, ``reason``) are read; the
+  server matches them to its stored request (:mod:`.approvals`), and the call that runs is
+  the stored one, never the part's ``input``.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "MAX_PROMPT_CHARS",
+    "MAX_REASON_CHARS",
     "SESSION_ID",
+    "ApprovalResponse",
     "ChatRequest",
     "RequestError",
     "UIMessageIn",
+    "approval_responses",
     "new_input",
     "valid_session_id",
 ]
@@ -41,6 +50,9 @@ and ``_ . : -`` (the SDK's generated ids are 16 letters and digits)."""
 
 MAX_PROMPT_CHARS = 200_000
 """The longest user message taken, in characters."""
+
+MAX_REASON_CHARS = 2000
+"""The longest denial reason kept, in characters (longer ones are cut)."""
 
 
 class RequestError(ValueError):
@@ -94,8 +106,8 @@ def new_input(request: ChatRequest) -> str:
     message = request.messages[-1]
     if message.role != "user":
         raise RequestError(
-            f"the last message must be the user's (got role {message.role!r}); "
-            "client-side tool results and approvals are not taken"
+            f"the last message must be the user's or the assistant's answering tool "
+            f"approvals (got role {message.role!r}); client-side tool results are not taken"
         )
     texts = [
         part["text"]
@@ -111,3 +123,57 @@ def new_input(request: ChatRequest) -> str:
     if len(text) > MAX_PROMPT_CHARS:
         raise RequestError(f"the message is longer than {MAX_PROMPT_CHARS} characters", 413)
     return text
+
+
+@dataclass(frozen=True)
+class ApprovalResponse:
+    """One tool part's answer to an approval request, as the client sent it."""
+
+    approval_id: str
+    tool_call_id: str
+    approved: bool
+    reason: str | None = None
+
+
+def approval_responses(request: ChatRequest) -> tuple[str | None, list[ApprovalResponse]]:
+    """The id of the last message of ``request`` (an assistant message) and the
+    answers of its tool parts in state ``approval-responded``, in the parts' order.
+
+    Raises RequestError (400) when the message has no such part, or when a part's
+    ``approval`` is not ``{"id": str, "approved": bool}``.
+    """
+    message = request.messages[-1]
+    found: list[ApprovalResponse] = []
+    for part in message.parts:
+        if not isinstance(part, dict) or part.get("state") != "approval-responded":
+            continue
+        kind = part.get("type")
+        if not isinstance(kind, str) or not (kind.startswith("tool-") or kind == "dynamic-tool"):
+            continue
+        approval = part.get("approval")
+        call_id = part.get("toolCallId")
+        if (
+            not isinstance(approval, dict)
+            or not isinstance(approval.get("id"), str)
+            or not isinstance(approval.get("approved"), bool)
+            or not isinstance(call_id, str)
+        ):
+            raise RequestError(
+                "an approval-responded tool part needs toolCallId and "
+                'approval {"id": string, "approved": boolean}'
+            )
+        reason = approval.get("reason")
+        found.append(
+            ApprovalResponse(
+                approval["id"],
+                call_id,
+                approval["approved"],
+                reason[:MAX_REASON_CHARS] if isinstance(reason, str) else None,
+            )
+        )
+    if not found:
+        raise RequestError(
+            "the last message is the assistant's but answers no approval request "
+            "(no tool part in state approval-responded); send a user message"
+        )
+    return message.id, found

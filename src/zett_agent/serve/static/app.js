@@ -82,6 +82,7 @@ async function readStream(response, onChunk) {
 function applyChunk(message, chunk, open) {
   const parts = message.parts;
   const tool = id => parts.find(p => p.toolCallId === id);
+  if (chunk.messageMetadata) message.metadata = Object.assign({}, message.metadata, chunk.messageMetadata);
   switch (chunk.type) {
     case 'start': if (chunk.messageId) message.id = chunk.messageId; break;
     case 'start-step': parts.push({ type: 'step-start' }); break;
@@ -99,6 +100,12 @@ function applyChunk(message, chunk, open) {
     case 'tool-output-available': { const p = tool(chunk.toolCallId); if (p) Object.assign(p, { state: 'output-available', output: chunk.output }); break; }
     case 'tool-output-error': { const p = tool(chunk.toolCallId); if (p) Object.assign(p, { state: 'output-error', errorText: chunk.errorText }); break; }
     case 'tool-approval-request': { const p = tool(chunk.toolCallId); if (p) Object.assign(p, { state: 'approval-requested', approval: { id: chunk.approvalId } }); break; }
+    case 'tool-approval-response': {
+      const p = parts.find(q => q.approval && q.approval.id === chunk.approvalId);
+      if (p) Object.assign(p, { state: 'approval-responded', approval: { id: chunk.approvalId, approved: chunk.approved, reason: chunk.reason } });
+      break;
+    }
+    case 'tool-output-denied': { const p = tool(chunk.toolCallId); if (p) p.state = 'output-denied'; break; }
     case 'error': parts.push({ type: 'error', text: chunk.errorText }); break;
     case 'finish': message.finishReason = chunk.finishReason; break;
     case 'abort': parts.push({ type: 'error', text: 'Stopped.' }); break;
@@ -113,9 +120,13 @@ async function streamInto(response) {
   await readStream(response, chunk => {
     if (chunk.type === 'start') {
       const last = state.messages[state.messages.length - 1];
-      // a resumed answer continues the message it resumes (same id)
+      // a resumed or approved answer continues the message it goes on in (same id)
       if (last && last.role === 'assistant' && last.id === chunk.messageId) message = last;
       else { message = { id: chunk.messageId, role: 'assistant', parts: [] }; state.messages.push(message); }
+    } else if (!message && chunk.type === 'error') {
+      // a run that failed before any output sends no start: show the error alone
+      message = { id: newId(), role: 'assistant', parts: [] };
+      state.messages.push(message);
     }
     if (message) applyChunk(message, chunk, open);
     scheduleRender();
@@ -288,16 +299,20 @@ function renderTool(part) {
   box.append(el('pre', 'args', args));
   if (part.state === 'output-available') box.append(el('pre', 'result', `↳ ${show(part.output)}`));
   else if (part.state === 'output-error') box.append(el('pre', 'result', `✖ ${part.errorText}`));
-  else if (part.state === 'approval-requested') box.append(renderApproval(part));
+  else if (part.state === 'output-denied') {
+    const reason = part.approval && part.approval.reason;
+    box.append(el('pre', 'result denied', `✖ Denied${reason ? `: ${reason}` : ''} (not run)`));
+  } else if (part.state === 'approval-requested' || part.state === 'approval-responded') box.append(renderApproval(part));
   else box.append(el('pre', 'result dim', '…'));
   return box;
 }
 
-// A call that waits for a person: Approve / Deny. The decisions of one answer are
-// sent together (POST /api/sessions/{id}/approve) once every waiting call has one.
+// A call that waits for a person: Approve / Deny. As the AI SDK does it
+// (addToolApprovalResponse): each part becomes approval-responded, and once every
+// waiting call of the answer has one, the message goes back to POST /api/chat.
 function renderApproval(part) {
   const row = el('div', 'approval');
-  if (part.approval.approved !== undefined) {
+  if (part.state === 'approval-responded') {
     row.append(el('span', 'dim', part.approval.approved ? 'Approved' : 'Denied'));
     return row;
   }
@@ -312,16 +327,12 @@ function renderApproval(part) {
 }
 
 function decide(part, approved) {
-  part.approval.approved = approved;
+  part.state = 'approval-responded';
+  part.approval = Object.assign({}, part.approval, approved ? { approved } : { approved, reason: 'denied on the page' });
   render();
   const message = state.messages[state.messages.length - 1];
-  const waiting = message.parts.filter(p => p.state === 'approval-requested');
-  if (waiting.some(p => p.approval.approved === undefined)) return;
-  const decisions = {};
-  for (const p of waiting) {
-    decisions[p.approval.id] = p.approval.approved ? { approved: true } : { approved: false, reason: 'denied on the page' };
-  }
-  run(`/api/sessions/${encodeURIComponent(state.chatId)}/approve`, { decisions });
+  if (message.parts.some(p => p.state === 'approval-requested')) return;
+  run('/api/chat', { id: state.chatId, messages: [message], trigger: 'submit-message', messageId: message.id });
 }
 
 // An MCP server asks the person during a tool call (data-elicitation): a form of

@@ -413,9 +413,11 @@ async def test_a_gemini_resource_exhausted_with_retry_info_stays_retryable() -> 
 
 async def test_concurrency_limit_wait_is_not_charged_to_the_clocks() -> None:
     wire = WIRES["anthropic"]
-    slow = answer(wire, ["a", "b", "c", "d", "e", "f"], delay=0.15)  # ~1 s of streaming
+    # ~2.5 s of streaming; the first event after 0.35 s, well inside the 1.5 s
+    # first-output limit even on a loaded machine (0.15 s against 0.6 s was not)
+    slow = answer(wire, ["a", "b", "c", "d", "e", "f"], delay=0.35)
     with ReplayServer([slow, answer(wire)]) as server:
-        options = {"max_concurrency": 1, "first_output_timeout": 0.6, "max_retries": 0}
+        options = {"max_concurrency": 1, "first_output_timeout": 1.5, "max_retries": 0}
         one = Model("anthropic", "slot-test", base_url=server.url, api_key="k", **options)
         two = Model("anthropic", "slot-test", base_url=server.url, api_key="k", **options)
         assert one.slots is two.slots  # one limit per provider, model and base URL
@@ -433,11 +435,11 @@ async def test_concurrency_limit_wait_is_not_charged_to_the_clocks() -> None:
             group.start_soon(call, two)
         await one.aclose()
         await two.aclose()
-    # the second call waited ~1 s for the slot, longer than its first-output limit
-    # of 0.6 s, and still answered: the wait is not charged to its clocks
+    # the second call waited ~2.5 s for the slot, longer than its first-output limit
+    # of 1.5 s, and still answered: the wait is not charged to its clocks
     assert [r.stop_info.reason for r in results] == [StopReason.END_TURN, StopReason.END_TURN]
     assert [r.text for r in results] == ["abcdef", "Hello there."]
-    assert finished[1] >= 0.8
+    assert finished[1] >= 1.8
 
 
 def test_reset_header_formats() -> None:

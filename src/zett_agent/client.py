@@ -17,7 +17,17 @@ run stores the text received so far (INTERRUPTED, ``detail["cancelled"]``).
 A run that ends with tool calls waiting for approval stores them as an approval
 request row; :meth:`AgentClient.approve` stores the decisions as a row before any
 tool runs, then goes on. Until then a new prompt or a plain resume of that session
-raises :class:`~zett_agent.approvals.PendingApprovalError`.
+raises :class:`~zett_agent.approvals.PendingApprovalError`. The decision row is a
+compare-and-set keyed by the request (:meth:`SessionStore.append_if_absent`): of
+two clients (or processes) deciding the same calls, exactly one stores its
+decision and runs them; the other gets
+:class:`~zett_agent.approvals.ApprovalConflictError` and runs nothing.
+
+A request made by a durable run (``ApprovalRequest.durable_agent``) is continued
+by a worker, never in the deciding process: the client stores the decision and
+hands it to its ``handoff`` (:class:`~zett_agent.tools.approvals.ApprovalHandoff`,
+e.g. :class:`zett_agent.durable.runs.DurableRuns`); without one it refuses
+(:class:`~zett_agent.errors.ConfigError`) before storing anything.
 
 Runs of one session in one client wait for each other; runs of different
 sessions go concurrently, and several processes may share one SQLite file.
@@ -36,7 +46,7 @@ from functools import partial
 import anyio
 
 from zett_agent.agent import Agent
-from zett_agent.errors import ResumeError
+from zett_agent.errors import ConfigError, ResumeError
 from zett_agent.events import AgentEvent, AgentEventDispatcher, AgentEventType, final_message
 from zett_agent.messages import AssistantMessage, Message
 from zett_agent.records import is_record
@@ -51,11 +61,14 @@ from zett_agent.sessions import (
 from zett_agent.sessions.base import check_session_id, messages_of
 from zett_agent.sessions.journal import SessionJournal
 from zett_agent.tools.approvals import (
+    ApprovalConflictError,
     ApprovalDecision,
+    ApprovalHandoff,
     ApprovalRequest,
     Decision,
     PendingApprovalError,
     decided_results,
+    decision_key,
     pending_request,
 )
 
@@ -63,6 +76,46 @@ __all__ = ["AgentClient", "new_session_id"]
 
 
 _APPROVAL_ROWS = (ApprovalRequest, ApprovalDecision)
+
+
+def pending_row(rows: list[StoredRow]) -> StoredRow | None:
+    """The row of the session's last approval request that has no decision after
+    it (``rows`` as loaded, in ``seq`` order), or None."""
+    for row in reversed(rows):
+        if isinstance(row.message, ApprovalDecision):
+            return None
+        if isinstance(row.message, ApprovalRequest):
+            return row
+    return None
+
+
+def conflict(
+    session_id: str, rows: list[StoredRow], decisions: Mapping[str, Decision]
+) -> ApprovalConflictError | None:
+    """The conflict of a decision for calls that a stored decision answered
+    already (a request whose call ids are those decided, with a decision after
+    it), else None."""
+    wanted = set(decisions)
+    for index, row in enumerate(rows):
+        entry = row.message
+        if isinstance(entry, ApprovalRequest) and set(entry.ids) == wanted:
+            for later in rows[index + 1 :]:
+                if isinstance(later.message, ApprovalDecision):
+                    return decided_already(session_id, entry, later.message)
+    return None
+
+
+def decided_already(
+    session_id: str, request: ApprovalRequest, decided: ApprovalDecision | None
+) -> ApprovalConflictError:
+    names = ", ".join(call.name for call in request.calls)
+    return ApprovalConflictError(
+        f"session {session_id!r}: these tool calls ({names}) were decided already "
+        "(by another process or request); this decision was not stored and nothing ran",
+        session_id=session_id,
+        calls=request.calls,
+        decided=decided,
+    )
 
 
 def _check_no_pending(session_id: str, rows: list[StoredRow]) -> None:
@@ -95,6 +148,9 @@ class AgentClient:
 
     A store the client made from a path (or the default one) is closed by
     :meth:`aclose`; a store passed in is the caller's to close.
+
+    ``handoff`` continues decided requests that a durable run made (see the
+    module docstring); None: such a request cannot be decided here.
     """
 
     def __init__(
@@ -103,7 +159,9 @@ class AgentClient:
         store: SessionStore | str | os.PathLike[str] | None = None,
         *,
         session_id: str | None = None,
+        handoff: ApprovalHandoff | None = None,
     ) -> None:
+        self.handoff = handoff
         self.agent = agent
         self._own_store = not isinstance(store, SessionStore)
         if store is None:
@@ -209,19 +267,63 @@ class AgentClient:
     ) -> AsyncGenerator[AgentEvent, None]:
         """Answer the session's calls waiting for approval and go on, yielding events.
 
-        The decisions are stored (an approval decision row) before any tool runs;
-        then approved calls run, denied ones get an error result carrying the
-        reason, and the model gets its turn. Raises
-        :class:`~zett_agent.errors.ResumeError` when nothing waits, ``ValueError``
-        when a pending call has no decision or a decision names no pending call
-        (nothing is stored then)."""
+        The decisions are stored (an approval decision row, a compare-and-set
+        keyed by the request) before any tool runs, and before the first event is
+        yielded; then approved calls run, denied ones get an error result
+        carrying the reason, and the model gets its turn. A request made by a
+        durable run is handed to ``handoff`` instead: the events are
+        RUN_STARTED and, once it ended, RUN_COMPLETED of the run a worker
+        continues it in (``event.run_id``; the tools run there, not here).
+
+        Raises, before anything runs: :class:`~zett_agent.approvals.ApprovalConflictError`
+        when the calls were decided already (another process or request stored
+        its decision first, even the same one); :class:`~zett_agent.errors.ResumeError`
+        when nothing waits; ``ValueError`` when a pending call has no decision or
+        a decision names no pending call; :class:`~zett_agent.errors.ConfigError`
+        for a durable run's request without a ``handoff`` (nothing is stored
+        then)."""
         sid = self._sid(session_id)
         async with self._session(sid) as rows:
-            request = pending_request([row.message for row in rows])
-            if request is None:
+            row = pending_row(rows)
+            if row is None:
+                found = conflict(sid, rows, decisions)
+                if found is not None:
+                    raise found
                 raise ResumeError(f"session {sid!r}: no tool calls are waiting for approval")
+            request = row.message
+            assert isinstance(request, ApprovalRequest)
             decided_results(request, decisions)
-            await self.store.append(sid, ApprovalDecision(dict(decisions)))
+            if request.durable_agent and self.handoff is None:
+                raise ConfigError(
+                    f"session {sid!r}: the calls wait in durable run {request.run_id!r}, "
+                    "which a worker continues: decide them with `zett runs approve "
+                    f"{request.run_id}`, DurableRuns.approve, or an AgentClient given "
+                    "handoff=DurableRuns(...)"
+                )
+            decision = ApprovalDecision(dict(decisions))
+            key = decision_key(row.seq)
+            if await self.store.append_if_absent(sid, decision, key=key) is None:
+                stored = next((r.message for r in await self.store.rows(sid) if r.key == key), None)
+                if request.durable_agent and self.handoff is not None:
+                    # the winner may have died before handing it on: handing the
+                    # stored decision on again is a no-op when it did not
+                    await self.handoff.continue_decided(sid, row.seq, request)
+                raise decided_already(
+                    sid, request, stored if isinstance(stored, ApprovalDecision) else None
+                )
+            if request.durable_agent and self.handoff is not None:
+                run_id = await self.handoff.continue_decided(sid, row.seq, request)
+                yield AgentEvent(AgentEventType.RUN_STARTED, run_id)
+                final = await self.handoff.result(run_id)
+                waiting = pending_request([r.message for r in await self.store.rows(sid)])
+                yield AgentEvent(
+                    AgentEventType.RUN_COMPLETED,
+                    run_id,
+                    message=final,
+                    stop=final.stop,
+                    approval=waiting,
+                )
+                return
             events = self.agent.approve_stream(
                 decisions,
                 history=messages_of(rows),

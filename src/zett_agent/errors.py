@@ -17,7 +17,8 @@
      ├── DecodeError          a body that no decoder can read (e.g. ``zett inspect``)
      ├── ResumeError          a session or history whose last answer cannot be resumed
      ├── SessionStoreError    a stored session that cannot be read or written as asked
-     └── PendingApprovalError tool calls wait for a decision (zett_agent.approvals)
+     ├── PendingApprovalError tool calls wait for a decision (zett_agent.approvals)
+     └── ApprovalConflictError  the calls were decided already: this decision lost
 
 ``AgentStopError`` (an abnormal stop the caller asked to have raised) lives in
 :mod:`zett_agent.stop`. Errors from httpx are mapped to this tree in

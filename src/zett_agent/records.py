@@ -59,7 +59,10 @@ def entry_to_dict(entry: SessionEntry) -> dict[str, Any]:
     """The JSON-compatible stored form of a message or a record."""
     if isinstance(entry, ApprovalRequest):
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in entry.calls]
-        return {"role": "approval_request", "calls": calls, "run_id": entry.run_id}
+        row: dict[str, Any] = {"role": "approval_request", "calls": calls, "run_id": entry.run_id}
+        if entry.durable_agent:
+            row["durable_agent"] = entry.durable_agent  # schema 3
+        return row
     if isinstance(entry, ApprovalDecision):
         decided = {
             call_id: {"approved": d.approved, "reason": d.reason}
@@ -85,7 +88,9 @@ def entry_from_dict(data: Mapping[str, Any]) -> SessionEntry:
                 ToolCall(str(c["id"]), str(c["name"]), str(c.get("arguments", "{}")))
                 for c in data["calls"]
             )
-            return ApprovalRequest(calls, str(data.get("run_id", "")))
+            return ApprovalRequest(
+                calls, str(data.get("run_id", "")), str(data.get("durable_agent", ""))
+            )
         if role == "approval_decision":
             decisions = {
                 str(k): Decision(bool(v["approved"]), _text(v.get("reason")))

@@ -83,12 +83,15 @@ EXIT_CODES: Mapping[str, int] = {
     "approval": 9,
     "max_cost": 10,
     "max_total_tokens": 11,
+    "approval_conflict": 12,
     "cancelled": 130,
 }
 """Exit status of ``zett run``, ``zett sessions resume`` and ``zett inspect`` by
 how the answer ended. ``ok`` is a normal end (the model finished); ``other``
 covers OTHER and a PAUSED turn that was not continued; ``usage`` is a bad command
-line; ``cancelled`` is Ctrl-C or SIGTERM."""
+line; ``approval_conflict`` a decision that lost to one stored first
+(:class:`~zett_agent.approvals.ApprovalConflictError`); ``cancelled`` is Ctrl-C
+or SIGTERM."""
 
 _EXIT_MEANING = {
     "ok": "the model finished (or the run ended normally)",
@@ -103,6 +106,8 @@ _EXIT_MEANING = {
     "approval": "tool calls wait for approval and nobody could answer (no terminal, no --yes)",
     "max_cost": "--max-cost was spent (the run's answers cost that many US dollars)",
     "max_total_tokens": "--max-total-tokens input plus output tokens were used",
+    "approval_conflict": "the calls were decided already (another process decided "
+    "first); this decision was not stored and nothing ran",
     "cancelled": "Ctrl-C or SIGTERM",
 }
 EXIT_TABLE = "\n\n".join(

@@ -364,6 +364,10 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
 
         if isinstance(error, ContextOverflowError):
             return EXIT_CODES["context_full"]
+        from zett_agent.tools.approvals import ApprovalConflictError
+
+        if isinstance(error, ApprovalConflictError):
+            return EXIT_CODES["approval_conflict"]
         return EXIT_CODES["error"]
     except BrokenPipeError:
         raise

@@ -47,13 +47,13 @@ from starlette.types import Receive, Scope, Send
 
 from zett_agent.agent import Agent
 from zett_agent.client import AgentClient
-from zett_agent.errors import ResumeError, SessionStoreError, ZettError
+from zett_agent.errors import ConfigError, ResumeError, SessionStoreError, ZettError
 from zett_agent.events import AgentEvent
 from zett_agent.messages import ToolCall, UserMessage
 from zett_agent.resume import plan_resume
 from zett_agent.sessions import InMemorySessionStore, SessionStore, live_rows
 from zett_agent.sessions.base import messages_of
-from zett_agent.tools.approvals import Decision, decided_results
+from zett_agent.tools.approvals import ApprovalConflictError, Decision, decided_results
 
 from .history import assistant_message_id, ui_messages
 from .request import ChatRequest, RequestError, new_input, valid_session_id
@@ -320,7 +320,10 @@ async def approve(request: Request) -> Response:
     """Decide the session's calls that wait for approval and go on, streaming the
     run as ``/api/chat`` does. Body: ``{"decisions": {"<call id>": {"approved": true}
     | {"approved": false, "reason": "..."}}}``, one per waiting call (the
-    ``approvalId`` of its ``tool-approval-request``). 409 when nothing waits, 422 for
+    ``approvalId`` of its ``tool-approval-request``). 409 when nothing waits, when
+    the calls were decided already (another process, tab or person decided first:
+    :class:`~zett_agent.approvals.ApprovalConflictError`, nothing ran), or when a
+    durable run's calls cannot be handed to its workers from here; 422 for
     decisions that do not answer exactly the waiting calls."""
     state = _state(request)
     session_id = valid_session_id(request.path_params["id"])
@@ -351,10 +354,33 @@ async def approve(request: Request) -> Response:
     )
     _claim(state, session_id)
     events = state.client.approve_stream(session_id, decisions)
+    try:
+        # the decision is a compare-and-set taken before the first event: a
+        # decision that lost (another process or tab decided first) is a 409
+        # before the stream starts, and nothing ran
+        first = await anext(events)
+    except BaseException as error:
+        await events.aclose()
+        state.running.discard(session_id)
+        if isinstance(error, ApprovalConflictError):
+            raise RequestError(str(error), 409) from None
+        if isinstance(error, ConfigError):
+            raise RequestError(str(error), 409) from None
+        raise
     return UIStreamResponse(
-        _chunks(events, message_id, waiting.calls),
+        _chunks(_primed(first, events), message_id, waiting.calls),
         on_close=lambda: state.running.discard(session_id),
     )
+
+
+async def _primed(
+    first: AgentEvent, rest: AsyncGenerator[AgentEvent, None]
+) -> AsyncGenerator[AgentEvent, None]:
+    """``first`` (already taken from ``rest``), then the rest of ``rest``."""
+    async with aclosing(rest):
+        yield first
+        async for event in rest:
+            yield event
 
 
 def _reason(value: Any) -> str | None:

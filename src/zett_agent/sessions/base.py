@@ -37,6 +37,13 @@ crash (:mod:`zett_agent.durable`) writes each message once. The same key with a
 different message raises :class:`~zett_agent.errors.SessionStoreError`. Rows
 appended without a key (everything stored before keys existed) have ``key`` None.
 
+:meth:`SessionStore.append_if_absent` is the compare-and-set a decision is
+written with (an approval decision, :mod:`zett_agent.tools.approvals`): it stores
+the row only when no row of the session holds its key, atomically against every
+other writer of the store (other processes included), and says which happened:
+the new row's ``seq`` ("stored by me") or None ("already there", whatever that row
+holds). A keyed :meth:`~SessionStore.append` cannot tell the two apart.
+
 A row that cannot be read, or one with a newer schema version, makes loading its
 session fail with :class:`~zett_agent.errors.SessionStoreError` naming the session
 and the row: nothing is skipped silently. Messages hold no API keys or request
@@ -137,6 +144,25 @@ class SessionStore(ABC):
         (checked before ``replaces``); when that row holds a different message,
         :class:`SessionStoreError` is raised.
         """
+
+    async def append_if_absent(
+        self, session_id: str, message: SessionEntry, *, key: str
+    ) -> int | None:
+        """Store ``message`` as the next row of ``session_id`` under ``key`` unless
+        the session holds a row with that key already: the compare-and-set of a
+        decision. Returns the new row's ``seq`` when this call stored it, None when
+        the key was there (nothing is stored, whatever message that row holds).
+        Atomic against every writer of the store; of any number of concurrent
+        calls with one key, exactly one gets a ``seq``.
+
+        Raises :class:`SessionStoreError` as :meth:`append` does; a store that
+        cannot compare and set (one written before this method existed) raises
+        it too."""
+        raise SessionStoreError(
+            f"{type(self).__name__} cannot store a row only if its key is absent "
+            "(append_if_absent): decisions need a store that can",
+            session_id=session_id,
+        )
 
     @abstractmethod
     async def rows(self, session_id: str) -> list[StoredRow]:

@@ -351,15 +351,23 @@ class Agent:
         pending: ApprovalRequest | None = None,
         on_message: Callable[[Message], Any] | None = None,
         journal: ToolJournal | None = None,
+        run_id: str | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
-        """:meth:`approve`, yielding events as :meth:`stream` does (``journal`` as
-        there)."""
+        """:meth:`approve`, yielding events as :meth:`stream` does (``journal`` and
+        ``run_id`` as there)."""
         request = pending if pending is not None else self.pending_approval
         if request is None:
             raise ResumeError("no tool calls are waiting for approval")
         decided_results(request, decisions)  # ValueError before anything runs
         messages = list(self.messages if history is None else history)
-        run = _Run(self, messages, on_message, decided=(request, dict(decisions)), journal=journal)
+        run = _Run(
+            self,
+            messages,
+            on_message,
+            decided=(request, dict(decisions)),
+            journal=journal,
+            run_id=run_id,
+        )
         if history is None:
             self.pending_approval = None
         try:  # as in stream()

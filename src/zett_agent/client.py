@@ -46,7 +46,7 @@ from functools import partial
 import anyio
 
 from zett_agent.agent import Agent
-from zett_agent.errors import ConfigError, ResumeError
+from zett_agent.errors import ConfigError
 from zett_agent.events import AgentEvent, AgentEventDispatcher, AgentEventType, final_message
 from zett_agent.messages import AssistantMessage, Message
 from zett_agent.records import is_record
@@ -59,6 +59,7 @@ from zett_agent.sessions import (
     live_rows,
 )
 from zett_agent.sessions.base import check_session_id, messages_of
+from zett_agent.sessions.decisions import take_decision, waiting_request
 from zett_agent.sessions.journal import SessionJournal
 from zett_agent.tools.approvals import (
     ApprovalConflictError,
@@ -67,8 +68,6 @@ from zett_agent.tools.approvals import (
     ApprovalRequest,
     Decision,
     PendingApprovalError,
-    decided_results,
-    decision_key,
     pending_request,
 )
 
@@ -76,46 +75,6 @@ __all__ = ["AgentClient", "new_session_id"]
 
 
 _APPROVAL_ROWS = (ApprovalRequest, ApprovalDecision)
-
-
-def pending_row(rows: list[StoredRow]) -> StoredRow | None:
-    """The row of the session's last approval request that has no decision after
-    it (``rows`` as loaded, in ``seq`` order), or None."""
-    for row in reversed(rows):
-        if isinstance(row.message, ApprovalDecision):
-            return None
-        if isinstance(row.message, ApprovalRequest):
-            return row
-    return None
-
-
-def conflict(
-    session_id: str, rows: list[StoredRow], decisions: Mapping[str, Decision]
-) -> ApprovalConflictError | None:
-    """The conflict of a decision for calls that a stored decision answered
-    already (a request whose call ids are those decided, with a decision after
-    it), else None."""
-    wanted = set(decisions)
-    for index, row in enumerate(rows):
-        entry = row.message
-        if isinstance(entry, ApprovalRequest) and set(entry.ids) == wanted:
-            for later in rows[index + 1 :]:
-                if isinstance(later.message, ApprovalDecision):
-                    return decided_already(session_id, entry, later.message)
-    return None
-
-
-def decided_already(
-    session_id: str, request: ApprovalRequest, decided: ApprovalDecision | None
-) -> ApprovalConflictError:
-    names = ", ".join(call.name for call in request.calls)
-    return ApprovalConflictError(
-        f"session {session_id!r}: these tool calls ({names}) were decided already "
-        "(by another process or request); this decision was not stored and nothing ran",
-        session_id=session_id,
-        calls=request.calls,
-        decided=decided,
-    )
 
 
 def _check_no_pending(session_id: str, rows: list[StoredRow]) -> None:
@@ -284,37 +243,29 @@ class AgentClient:
         then)."""
         sid = self._sid(session_id)
         async with self._session(sid) as rows:
-            row = pending_row(rows)
-            if row is None:
-                found = conflict(sid, rows, decisions)
-                if found is not None:
-                    raise found
-                raise ResumeError(f"session {sid!r}: no tool calls are waiting for approval")
+            row = waiting_request(sid, rows, decisions)
             request = row.message
             assert isinstance(request, ApprovalRequest)
-            decided_results(request, decisions)
-            if request.durable_agent and self.handoff is None:
+            handoff = self.handoff
+            if request.durable_agent and handoff is None:
                 raise ConfigError(
                     f"session {sid!r}: the calls wait in durable run {request.run_id!r}, "
                     "which a worker continues: decide them with `zett runs approve "
                     f"{request.run_id}`, DurableRuns.approve, or an AgentClient given "
                     "handoff=DurableRuns(...)"
                 )
-            decision = ApprovalDecision(dict(decisions))
-            key = decision_key(row.seq)
-            if await self.store.append_if_absent(sid, decision, key=key) is None:
-                stored = next((r.message for r in await self.store.rows(sid) if r.key == key), None)
-                if request.durable_agent and self.handoff is not None:
+            try:
+                await take_decision(self.store, sid, row, decisions)
+            except ApprovalConflictError:
+                if request.durable_agent and handoff is not None:
                     # the winner may have died before handing it on: handing the
-                    # stored decision on again is a no-op when it did not
-                    await self.handoff.continue_decided(sid, row.seq, request)
-                raise decided_already(
-                    sid, request, stored if isinstance(stored, ApprovalDecision) else None
-                )
-            if request.durable_agent and self.handoff is not None:
-                run_id = await self.handoff.continue_decided(sid, row.seq, request)
+                    # stored decision on again starts nothing when it did not
+                    await handoff.continue_decided(sid, row.seq, request)
+                raise
+            if request.durable_agent and handoff is not None:
+                run_id = await handoff.continue_decided(sid, row.seq, request)
                 yield AgentEvent(AgentEventType.RUN_STARTED, run_id)
-                final = await self.handoff.result(run_id)
+                final = await handoff.result(run_id)
                 waiting = pending_request([r.message for r in await self.store.rows(sid)])
                 yield AgentEvent(
                     AgentEventType.RUN_COMPLETED,

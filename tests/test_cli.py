@@ -424,7 +424,7 @@ def test_run_reads_the_prompt_from_stdin() -> None:
         (["--provider", "vertex", "vertex__promptFeedback_blockReason_model_armor.json"],
          "refusal", "MODEL_ARMOR", []),
         (["--provider", "vertex", "vertex__finish_model_armor_finishMessage.json"],
-         "other", "MODEL_ARMOR", []),
+         "refusal", "MODEL_ARMOR", []),
         (["--provider", "openai-responses",
           "openai_responses__stream_function_call_args_delta.sse"],
          "tool_use", "completed", ["calculator"]),

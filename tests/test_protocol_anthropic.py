@@ -434,6 +434,7 @@ def test_stop_table_is_the_documented_one() -> None:
         "tool_use",
         "max_tokens",
         "pause_turn",
+        "compaction",  # beta (BetaStopReason): a pause, see tests/test_pauses_are_continued.py
         "refusal",
         "model_context_window_exceeded",
     }

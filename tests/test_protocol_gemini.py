@@ -180,11 +180,11 @@ async def test_recording_stream_usage_is_the_last_chunks() -> None:
     assert record["content"]["parts"] == [{"text": "The temperature in Paris is 30°C.\n"}]
 
 
-async def test_recording_vertex_model_armor_is_other_with_message() -> None:
+async def test_recording_vertex_model_armor_is_a_refusal_with_message() -> None:
     body = (RECORDINGS / "vertex__finish_model_armor_finishMessage.json").read_bytes()
     response, _ = await call(Reply.body(body), vendor="vertex", stream=False)
     info = response.stop_info
-    assert info.reason is R.OTHER
+    assert info.reason is R.REFUSAL
     assert info.raw == "MODEL_ARMOR"
     assert info.category == "MODEL_ARMOR"
     assert info.message is not None
@@ -287,12 +287,14 @@ REFUSALS = [
     "IMAGE_SAFETY",
     "IMAGE_PROHIBITED_CONTENT",
     "IMAGE_RECITATION",
+    "MODEL_ARMOR",
+    "ESCALATION",
+    "PUP_LIMITED_DISABLED",
 ]
 OTHERS = [
     "OTHER",
     "MALFORMED_FUNCTION_CALL",
     "LANGUAGE",
-    "MODEL_ARMOR",
     "UNEXPECTED_TOOL_CALL",
     "TOO_MANY_TOOL_CALLS",
     "FINISH_REASON_UNSPECIFIED",
@@ -304,7 +306,7 @@ OTHERS = [
 @pytest.mark.parametrize("stream", [True, False])
 @pytest.mark.parametrize(
     ("raw", "reason"),
-    [("STOP", R.END_TURN), ("MAX_TOKENS", R.MAX_OUTPUT)]
+    [("STOP", R.END_TURN), ("MAX_TOKENS", R.MAX_OUTPUT), ("CONTINUATION", R.PAUSED)]
     + [(v, R.REFUSAL) for v in REFUSALS]
     + [(v, R.OTHER) for v in OTHERS],
 )

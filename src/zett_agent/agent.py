@@ -8,8 +8,11 @@ label says, except under REFUSAL and INTERRUPTED):
 =============  ==========================================================
 REFUSAL,       withhold tool calls (never started; names in
 INTERRUPTED    ``stop.detail["withheld_tool_calls"]``), end, report
-PAUSED         continue, up to ``Agent.max_pause_continuations``; then report
-               (tool calls in the content run first)
+PAUSED         continue, up to ``Agent.max_pause_continuations``, silently (no
+               MODEL_STOPPED); then report. A pause whose content holds client
+               tool calls runs them and counts as a continuation: that step is a
+               tool step (stop None, the raw value in ``detail["paused"]``); out
+               of continuations, its calls run and the run ends, reported
 MAX_OUTPUT,    report; complete tool calls run, calls with cut-off arguments
 CONTEXT_FULL   get an error result, and the model gets its turn again;
                no tool calls: end

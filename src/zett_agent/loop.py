@@ -158,6 +158,7 @@ class _Run:
             run_id=self.run_id,
         )
         self.screening = Screening()  # the last answer's calls, after the gate's rules 1-3
+        self.end_after_tools = False  # a pause out of continuations: its calls, then end
 
     # ------------------------------------------------------------ the loop
 
@@ -209,15 +210,16 @@ class _Run:
                 answer = await self._store_answer(call, response)
                 final = self.recoveries.final(answer, recovery, final)
                 yield self.event(_E.MODEL_COMPLETED, message=answer)
-                if answer.stop is not None and (step is not Step.CONTINUE or recovery is not None):
+                stopped = answer.stop is not None and not answer.stop.ok  # abnormal only (seed)
+                if stopped and (step is not Step.CONTINUE or recovery is not None):
                     yield self.event(_E.MODEL_STOPPED, stop=answer.stop, message=answer)
 
                 match step:
                     case Step.RUN_TOOLS:
                         async for event in self._run_tools(answer):
                             yield event
-                        if self.pending is not None:  # calls wait for approval
-                            break
+                        if self.pending is not None or self.end_after_tools:
+                            break  # calls wait for approval, or a pause ran out
                     case Step.CONTINUE:
                         for message in self.recoveries.take_follow():
                             await self.conversation.add(message)
@@ -456,12 +458,15 @@ class _Run:
             case StopReason.REFUSAL | StopReason.INTERRUPTED:
                 return self._withhold(response), Step.END
             case StopReason.PAUSED:
-                if has_calls:  # the content decides: the calls run, then the turn goes on
-                    return response, Step.RUN_TOOLS
-                if self.pauses < self.agent.max_pause_continuations:
-                    self.pauses += 1
-                    return response, Step.CONTINUE
-                return response, Step.END
+                # reported only when the continuations run out (seed 001); a pause with
+                # client tool calls runs them, and that is its continuation
+                if self.pauses >= self.agent.max_pause_continuations:
+                    self.end_after_tools = has_calls  # run them (no orphan), then end
+                    return response, Step.RUN_TOOLS if has_calls else Step.END
+                self.pauses += 1
+                if has_calls:
+                    return _continued_by_its_calls(response), Step.RUN_TOOLS
+                return response, Step.CONTINUE
             case StopReason.MAX_OUTPUT | StopReason.CONTEXT_FULL:
                 # cut off: complete calls run, cut ones get an error result (the gate)
                 return response, Step.RUN_TOOLS if has_calls else Step.END
@@ -557,6 +562,16 @@ class _Run:
         if forcing and self.config.reset_tool_choice and self.conversation.tools_ran():
             return None  # reset_tool_choice: once tools ran, the provider's auto
         return choice  # "none" stays: the host said no tool may run in this run
+
+
+def _continued_by_its_calls(response: ModelResponse) -> ModelResponse:
+    """A pause whose content holds client tool calls (Anthropic ``pause_turn`` with a
+    ``tool_use`` block): the calls run and their results continue the turn, so the
+    step is a tool step (no stop on the message, no MODEL_STOPPED) with the provider's
+    value kept in ``detail["paused"]``."""
+    info = response.stop_info
+    detail = {**info.detail, "paused": info.raw or info.reason.value}
+    return replace(response, stop_info=StopInfo(StopReason.TOOL_USE, info.raw, detail=detail))
 
 
 def _unfinished_calls(messages: list[Message]) -> list[ToolCall]:

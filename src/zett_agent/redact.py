@@ -12,9 +12,9 @@ its provider record, stream deltas, and :class:`~zett_agent.errors.ProviderError
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from zett_agent.errors import ProviderError, ZettError
 from zett_agent.protocols.base import ModelResponse, ReasoningDelta, StreamEvent, TextDelta
@@ -45,6 +45,26 @@ def secrets_of(api_key: str | None, headers: Mapping[str, str]) -> frozenset[str
     return frozenset(s for s in found if len(s) >= MIN_SECRET)
 
 
+_END = object()
+
+
+def _children(container: Any) -> Iterator[Any]:
+    """A container's children in order: a mapping's keys and values interleaved."""
+    if isinstance(container, Mapping):
+        return (part for item in container.items() for part in item)
+    return iter(container)
+
+
+def _rebuilt(container: Any, out: list[Any]) -> Any:
+    """``container`` itself when ``out`` holds its very children, else a copy of
+    the same kind (a mapping becomes a dict) holding ``out``."""
+    if all(a is b for a, b in zip(out, _children(container), strict=True)):
+        return container
+    if isinstance(container, Mapping):
+        return dict(zip(out[::2], out[1::2], strict=True))
+    return type(container)(out)
+
+
 class Redactor:
     """Replaces ``secrets`` in provider text; a no-op when there are none."""
 
@@ -69,20 +89,39 @@ class Redactor:
 
     def value(self, value: T) -> T:
         """A JSON-like value with every string (keys included) redacted; the same
-        object when nothing in it holds a secret."""
+        object when nothing in it holds a secret. Iterative, so a value nested
+        deeper than Python's recursion limit (a provider record holding 10,000
+        levels of tool input) is redacted like any other: a copy is made only of
+        the containers on the way to a string that changed."""
+        if not self.secrets:
+            return value
         if isinstance(value, str):
             return self.text(value) if self.hit(value) else value  # type: ignore[return-value]
-        if isinstance(value, Mapping):
-            items = [(self.value(k), self.value(v)) for k, v in value.items()]
-            if all(a is k and b is v for (a, b), (k, v) in zip(items, value.items(), strict=True)):
-                return value
-            return dict(items)  # type: ignore[return-value]
-        if isinstance(value, (list, tuple)):
-            out = [self.value(v) for v in value]
-            if all(a is b for a, b in zip(out, value, strict=True)):
-                return value
-            return type(value)(out)
-        return value
+        if not isinstance(value, Mapping | list | tuple):
+            return value
+        return self._walk(value)  # type: ignore[no-any-return]
+
+    def _walk(self, top: Any) -> Any:
+        # Depth first, children before their container: each frame is a container
+        # and the redacted values of the children seen so far.
+        stack: list[tuple[Any, list[Any], Any]] = [(top, [], _children(top))]
+        done: Any = top
+        while stack:
+            container, out, pending = stack[-1]
+            child = next(pending, _END)
+            if child is not _END:
+                if isinstance(child, str):
+                    out.append(self.text(child) if self.hit(child) else child)
+                elif isinstance(child, Mapping | list | tuple):
+                    stack.append((child, [], _children(child)))
+                else:
+                    out.append(child)
+                continue
+            stack.pop()
+            done = _rebuilt(container, out)
+            if stack:
+                stack[-1][1].append(done)
+        return done
 
     def stop(self, info: StopInfo) -> StopInfo:
         fields = (info.raw, info.category, info.message, info.recommended_model, info.detail)

@@ -92,13 +92,17 @@ class StopInfo:
         Parts the provider did not give are left out: ``"refusal"``,
         ``"refusal (cyber)"``, ``"max_output: Output cut at 5 tokens."``; so is a
         category that only repeats the reason (``"refusal"``, not
-        ``"refusal (refusal)"``).
+        ``"refusal (refusal)"``). It is always one line: runs of whitespace in the
+        provider's words (line breaks, tabs) become one space, so a CLI notice, a
+        ``MODEL_STOPPED`` handler or serve's ``data-stop`` shows the same line.
         """
         line = self.reason.value
-        if self.category and self.category != line:
-            line += f" ({self.category})"
-        if self.message:
-            line += f": {self.message}"
+        category = _one_line(self.category)
+        if category and category != line:
+            line += f" ({category})"
+        message = _one_line(self.message)
+        if message:
+            line += f": {message}"
         return line
 
     def with_detail(self, **extra: Any) -> StopInfo:
@@ -111,6 +115,11 @@ class StopInfo:
             recommended_model=self.recommended_model,
             detail={**self.detail, **extra},
         )
+
+
+def _one_line(text: str | None) -> str:
+    """``text`` with every run of whitespace (line breaks included) made one space."""
+    return " ".join(text.split()) if text else ""
 
 
 class AgentStopError(Exception):

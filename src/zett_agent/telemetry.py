@@ -93,7 +93,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from zett_agent.messages import AssistantMessage, Cost, ToolCall, ToolResultMessage, Usage
-from zett_agent.protocols.base import ModelRequest, ModelResponse
+from zett_agent.protocols.base import ModelRequest, ModelResponse, names_in
 from zett_agent.stop import StopInfo
 from zett_agent.vendors import VENDORS
 
@@ -164,7 +164,7 @@ def log_step(
         "finish_reason": info.reason.value,
         "content_len": len(response.text),
         "tool_calls_count": len(response.tool_calls),
-        "withheld_tool_calls": len(info.detail.get("withheld_tool_calls", ())),
+        "withheld_tool_calls": len(names_in(info.detail, "withheld_tool_calls")),
         "input_tokens": response.usage.input_tokens,
         "output_tokens": response.usage.output_tokens,
         "elapsed_ms": round(elapsed_ms, 1),
@@ -197,9 +197,9 @@ def _stop_attributes(stop: StopInfo) -> dict[str, Any]:
     attributes: dict[str, Any] = {"zett.stop.reason": stop.reason.value}
     if not stop.ok and stop.category:
         attributes["zett.stop.category"] = stop.category
-    withheld = stop.detail.get("withheld_tool_calls")
+    withheld = names_in(stop.detail, "withheld_tool_calls")  # flat strings, whatever came
     if withheld:
-        attributes["zett.stop.withheld_tool_calls"] = [str(name) for name in withheld]
+        attributes["zett.stop.withheld_tool_calls"] = withheld
     return attributes
 
 

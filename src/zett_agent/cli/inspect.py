@@ -167,7 +167,7 @@ def response_record(response: ModelResponse) -> dict[str, Any]:
     names the calls that came with it. ``cut_tool_calls`` names the calls the wire
     did not finish (never run; each ``tool_calls`` entry says ``closed``).
     """
-    from zett_agent.protocols.base import CUT_TOOL_CALLS
+    from zett_agent.protocols.base import CUT_TOOL_CALLS, names_in
 
     info = response.stop_info
     calls = response.tool_calls
@@ -175,9 +175,7 @@ def response_record(response: ModelResponse) -> dict[str, Any]:
     if info.reason.value in _WITHHELD:
         withheld = [c.name for c in calls]
         if not withheld:
-            already = info.detail.get("withheld_tool_calls")
-            if isinstance(already, list):
-                withheld = [str(name) for name in already]
+            withheld = names_in(info.detail, "withheld_tool_calls")
         calls = ()
     return {
         "reason": info.reason.value,
@@ -192,7 +190,7 @@ def response_record(response: ModelResponse) -> dict[str, Any]:
             for c in calls
         ],
         "withheld_tool_calls": withheld,
-        "cut_tool_calls": [str(n) for n in info.detail.get(CUT_TOOL_CALLS, ())],
+        "cut_tool_calls": names_in(info.detail, CUT_TOOL_CALLS),
     }
 
 
@@ -215,7 +213,12 @@ def error_record(error: ZettError) -> dict[str, Any]:
 
 
 def _jsonable(value: Any) -> Any:
-    result: Any = json.loads(json.dumps(value, default=str))
+    """``value`` as strict JSON, nested at most ``MAX_JSON_DEPTH`` levels (a detail or
+    error body the provider nested deeper keeps a marker there, as a stored message
+    does), so printing it can never hit Python's recursion limit."""
+    from zett_agent.messages import storable_json
+
+    result: Any = json.loads(json.dumps(storable_json(value), default=str))
     return result
 
 

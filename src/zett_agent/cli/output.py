@@ -22,6 +22,7 @@ from rich.text import Text
 from zett_agent.cli.main import EXIT_CODES
 from zett_agent.errors import ContextOverflowError, TransportError
 from zett_agent.events import AgentEvent, AgentEventType
+from zett_agent.protocols.base import names_in
 from zett_agent.stop import StopInfo, StopReason
 
 __all__ = ["Printer", "error_text", "exit_code_for"]
@@ -136,9 +137,9 @@ class Printer:
         self.noticed.add(key)
         colour = "red" if stop.reason in _RED else "yellow"
         body = Text(f"⚠ stopped: {key}", style=f"bold {colour}")
-        withheld = stop.detail.get("withheld_tool_calls")
-        if isinstance(withheld, list) and withheld:
-            names = ", ".join(str(name) for name in withheld)
+        withheld = names_in(stop.detail, "withheld_tool_calls")
+        if withheld:
+            names = ", ".join(withheld)
             body.append(f"\nwithheld tool calls (not run): {names}", style=colour)
         self.stop_waiting()
         self.end_text()

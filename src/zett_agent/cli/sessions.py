@@ -113,7 +113,8 @@ def _last_stop(messages: list[Message]) -> str | None:
 
     for message in reversed(messages):
         if isinstance(message, AssistantMessage):
-            return message.stop.describe() if message.stop is not None else None
+            stop = message.stop
+            return stop.describe() if stop is not None and not stop.ok else None
     return None
 
 
@@ -160,7 +161,7 @@ def show(
                 out.print(Text.assemble(("assistant: ", "bold green"), message.text))
                 for call in message.tool_calls:
                     out.print(Text(f"  🔧 {call.name}({call.arguments})", style="cyan"))
-                if message.stop is not None:
+                if message.stop is not None and not message.stop.ok:  # abnormal only
                     colour = (
                         "red"
                         if message.stop.reason.value in ("refusal", "interrupted")

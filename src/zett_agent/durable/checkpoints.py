@@ -34,6 +34,7 @@ from zett_agent.messages import (
     ToolResultMessage,
     message_from_dict,
     message_to_dict,
+    storable_json,
 )
 from zett_agent.protocols.base import ModelResponse
 
@@ -72,6 +73,7 @@ def encode_model_error(error: Exception) -> str:
     """The checkpoint of a model call that failed with no output (after its retries)."""
     facts: dict[str, Any] = {"class": type(error).__name__, "message": str(error)}
     if isinstance(error, errors.ProviderError):
+        body = storable_json(error.body)  # an error body of any depth: bounded
         facts.update(
             message=error.message,
             provider=error.provider,
@@ -79,7 +81,7 @@ def encode_model_error(error: Exception) -> str:
             error_type=error.error_type,
             code=error.code,
             retry_after=error.retry_after,
-            body=error.body if _is_json(error.body) else str(error.body),
+            body=body if _is_json(body) else str(body),
         )
     return _dumps({"error": facts})
 

@@ -33,7 +33,7 @@ from typing import Any
 import mcp_types
 from pydantic import BaseModel, ConfigDict
 
-from zett_agent.messages import ToolCall, ToolResultMessage
+from zett_agent.messages import ToolCall, ToolResultMessage, storable_json
 from zett_agent.protocols.base import ToolSpec
 from zett_agent.tools import Tool
 
@@ -146,9 +146,8 @@ def result_text(result: mcp_types.CallToolResult, max_chars: int) -> str:
         has_text = has_text or is_text
         parts.append(line)
     if result.structured_content is not None and not has_text:
-        parts.append(
-            json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
-        )
+        structured = storable_json(result.structured_content)  # bounded: any depth
+        parts.append(json.dumps(structured, ensure_ascii=False, separators=(",", ":")))
     text = "\n".join(parts)
     if not text:
         text = "(the tool reported an error with no details)" if result.is_error else "(no output)"

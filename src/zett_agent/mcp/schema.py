@@ -21,8 +21,10 @@ keywords            Gemini's ``parameters`` is an OpenAPI 3.0 subset: anything
 :func:`sanitize_schema` applies the rules of one protocol (by its name in
 :mod:`zett_agent.protocols`), or of all of them when the protocol is not known.
 It never raises: an unreadable part becomes ``{}`` (any value), and nesting is
-cut at :data:`MAX_DEPTH`. The original schema is kept on the tool to validate
-arguments before the server is called.
+cut at :data:`MAX_DEPTH` (subschemas deeper become ``{}``; a keyword whose value,
+such as a ``default`` or an ``enum``, nests deeper is dropped), so a hostile schema
+of any depth is sanitized and sent without reaching Python's recursion limit. The
+original schema is kept on the tool to validate arguments before the server is called.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from zett_agent.messages import json_too_deep
 
 __all__ = ["GEMINI_KEYWORDS", "MAX_DEPTH", "MAX_NAME", "sanitize_name", "sanitize_schema"]
 
@@ -172,7 +176,7 @@ def _clean(
         elif key in _SCHEMA_LIST:
             if isinstance(value, list):
                 out[key] = [_clean(v, rules, defs, depth + 1, seen) for v in value]
-        else:
+        elif not json_too_deep(value, MAX_DEPTH):  # default, enum, const, example...
             out[key] = value
     if rules.inline_refs:
         out.pop("$defs", None)

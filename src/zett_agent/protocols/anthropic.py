@@ -8,8 +8,13 @@ follows the streaming guide (https://docs.anthropic.com/en/api/messages-streamin
 appear), ``message_stop``, ``ping`` and ``error``. See also
 ``../shared/corpus/WIRE.md`` section 1.
 
+``pause_turn`` and the beta ``compaction`` (the server compacted the context, with
+``pause_after_compaction``, and returns the compaction block) are PAUSED: the loop
+continues them by sending the content back. A ``compaction_delta`` sets its block's
+``content`` and ``encrypted_content``, as the SDK's accumulator does.
+
 The assistant message's content blocks (thinking with signatures, ``server_tool_use``,
-``web_search_tool_result``...) are kept as ``{"protocol": "anthropic", "content":
+``web_search_tool_result``, ``compaction``...) are kept as ``{"protocol": "anthropic", "content":
 [...]}`` in ``provider_record`` and replayed unchanged. A non-streaming body is
 decoded by replaying it as the events a stream of the same content would carry,
 so both paths give the same :class:`ModelResponse`.
@@ -51,6 +56,7 @@ from zett_agent.protocols.base import (
     load_json,
     merge_options,
     parse_json,
+    raw_value,
     stop,
 )
 from zett_agent.stop import StopInfo, StopReason
@@ -64,11 +70,17 @@ STOP_REASONS: Mapping[str, StopReason] = {
     "tool_use": StopReason.TOOL_USE,
     "max_tokens": StopReason.MAX_OUTPUT,
     "pause_turn": StopReason.PAUSED,
+    # beta (BetaStopReason, context management with pause_after_compaction): the
+    # server compacted the context and hands the compaction block back; sending the
+    # content back continues the turn, as for pause_turn
+    "compaction": StopReason.PAUSED,
     "refusal": StopReason.REFUSAL,
     "model_context_window_exceeded": StopReason.CONTEXT_FULL,
 }
-"""Anthropic ``stop_reason`` -> :class:`StopReason`. A vendor's ``finish_reasons``
-override and extend it; any other value is OTHER with the raw value kept."""
+"""Anthropic ``stop_reason`` -> :class:`StopReason`: every value of the anthropic SDK's
+``StopReason`` and ``BetaStopReason`` is a key (``tests/test_stop_tables_match_the_sdks.py``).
+A vendor's ``finish_reasons`` override and extend it; any other value is OTHER with the
+raw value kept."""
 
 DEFAULT_MAX_TOKENS = 4096
 """Sent when ``ModelRequest.max_tokens`` is None (Anthropic requires the field)."""
@@ -315,8 +327,8 @@ class AnthropicDecoder(Decoder):
             delta = data.get("delta")
             if not isinstance(delta, dict):
                 return self._bad()
-            reason = delta.get("stop_reason")
-            if isinstance(reason, str):
+            reason = raw_value(delta.get("stop_reason"))  # 42 is kept as "42"
+            if reason is not None:
                 self._stop_reason = reason
                 sequence = delta.get("stop_sequence")
                 self._stop_sequence = sequence if isinstance(sequence, str) else None
@@ -357,6 +369,13 @@ class AnthropicDecoder(Decoder):
                 if self.builder.call_closed(index) is None:  # a delta without its start
                     self.builder.close_call(index, False)
                 return events
+            return []
+        if kind == "compaction_delta":  # beta: a compaction block's summary, sent whole
+            block = self._block(index, "compaction")
+            for field in ("content", "encrypted_content"):
+                if isinstance(delta.get(field), str):
+                    block[field] = delta[field]
+            self.opaque_progress += 1  # progress for the idle clock, with no event
             return []
         if kind == "citations_delta" and isinstance(delta.get("citation"), dict):
             citations = self._block(index, "text").setdefault("citations", [])
@@ -480,8 +499,13 @@ class AnthropicDecoder(Decoder):
                 if pieces is not None:
                     block[key] = pieces.join()
             if index in self._json:
+                # a client call's text as the builder read it (a repeat read once)
+                read = (
+                    self.builder.read_arguments(index) if block.get("type") == "tool_use" else None
+                )
+                text = read[0] if read is not None else "".join(self._json[index])
                 try:
-                    value = json.loads("".join(self._json[index]) or "{}")
+                    value = json.loads(text or "{}")
                 except (ValueError, RecursionError):
                     value = None  # cut off (max_tokens): the start's input stays
                 if isinstance(value, dict):

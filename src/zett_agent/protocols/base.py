@@ -32,6 +32,7 @@ from zett_agent.errors import (
     looks_like_context_overflow,
 )
 from zett_agent.messages import AssistantMessage, Message, ModelAttempt, ToolCall, Usage
+from zett_agent.protocols.arguments import ArgumentText, Shape
 from zett_agent.stop import StopInfo, StopReason
 from zett_agent.vendors import (
     ServerTool,
@@ -44,6 +45,7 @@ from zett_agent.vendors import (
 )
 
 __all__ = [
+    "AMBIGUOUS_TOOL_ARGUMENTS",
     "CUT_TOOL_CALLS",
     "Decoder",
     "ErrorFields",
@@ -64,7 +66,9 @@ __all__ = [
     "is_json_object",
     "load_json",
     "merge_options",
+    "names_in",
     "parse_json",
+    "raw_value",
     "retry_after_seconds",
 ]
 
@@ -235,7 +239,7 @@ class _CallAccumulator:
         self.index = index
         self.id: str | None = None
         self.name: str | None = None
-        self.arguments = Pieces()
+        self.arguments = ArgumentText()
         self.closed: bool | None = None  # None: the wire does not say (see build)
 
 
@@ -333,6 +337,12 @@ class ResponseBuilder:
         if call is not None:
             call.closed = closed
 
+    def read_arguments(self, key: Hashable) -> tuple[str, Shape | None] | None:
+        """The argument text of call ``key`` as :meth:`tool_calls` reads it, and the
+        repeated shape found (None: no such call), for a decoder's provider record."""
+        call = self._calls.get(key)
+        return call.arguments.read() if call is not None else None
+
     def call_closed(self, key: Hashable) -> bool | None:
         """What :meth:`close_call` recorded for ``key`` (None: nothing, or no such call)."""
         call = self._calls.get(key)
@@ -361,14 +371,16 @@ class ResponseBuilder:
         return self._reasoning.join()
 
     def tool_calls(self, *, truncated: bool = False) -> tuple[ToolCall, ...]:
-        """The calls so far, in order. ``closed`` is what the wire said; a call it
-        said nothing about is closed, except under an output limit (``truncated``,
-        see :meth:`build`)."""
+        """The calls so far, in order, their arguments read as
+        :meth:`~zett_agent.protocols.arguments.ArgumentText.read` reads them (an
+        exact repeat or cumulative fragments give the arguments once). ``closed`` is
+        what the wire said; a call it said nothing about is closed, except under an
+        output limit (``truncated``, see :meth:`build`)."""
         calls = [
             ToolCall(
                 id=c.id or f"call_{c.index}",
                 name=c.name or "",
-                arguments=c.arguments.join() or "{}",
+                arguments=c.arguments.read()[0] or "{}",
                 closed=c.closed is not False,
             )
             for c in self._calls.values()
@@ -398,6 +410,12 @@ class ResponseBuilder:
           ``tool_use`` block with no ``content_block_stop`` under ``tool_use``) makes
           the answer broken: INTERRUPTED, raw kept, so no tool of it runs
           (ARCHITECTURE.md says why this reason);
+        * argument fragments that repeat themselves (:mod:`~zett_agent.protocols.arguments`):
+          an exact repeat or cumulative fragments give the arguments once, named in
+          ``detail["repeated_tool_arguments"]`` / ``["cumulative_tool_arguments"]``;
+          an ambiguous repeat (a complete JSON value followed by more) is never
+          guessed at: the answer is INTERRUPTED (raw kept, so the loop withholds its
+          calls) with ``detail["ambiguous_tool_arguments"]`` naming the calls;
         * the content decides between the normal ends (seed 003): END_TURN with
           tool calls is TOOL_USE, TOOL_USE without any is END_TURN (raw kept);
         * ``category`` is None for a normal end; for an abnormal stop without a
@@ -406,6 +424,9 @@ class ResponseBuilder:
         """
         calls = self.tool_calls(truncated=stop_info.truncated)
         stop_info = _with_cut_calls(stop_info, calls)
+        if self._calls:
+            shapes = [c.arguments.read()[1] for c in self._calls.values()]
+            stop_info = _with_shapes(stop_info, calls, shapes)
         if stop_info.ok:
             reason = StopReason.TOOL_USE if calls else StopReason.END_TURN
             if reason is not stop_info.reason or stop_info.category is not None:
@@ -427,6 +448,15 @@ CUT_TOOL_CALLS = "cut_tool_calls"
 """``StopInfo.detail`` key: the names of the calls the wire did not finish (in order)."""
 
 
+def names_in(detail: Mapping[str, Any], key: str) -> list[str]:
+    """The tool-call names listed under ``detail[key]`` (``withheld_tool_calls``,
+    ``cut_tool_calls``...): the strings of a list, nothing else. Provider text can
+    reach ``detail`` (Anthropic's ``stop_details`` fields), so a reader never walks
+    what it holds: a deep or odd value there gives no names rather than an error."""
+    value = detail.get(key)
+    return [name for name in value if isinstance(name, str)] if isinstance(value, list) else []
+
+
 def _with_cut_calls(info: StopInfo, calls: Sequence[ToolCall]) -> StopInfo:
     """``info`` naming the open calls; INTERRUPTED when a normal end left one open."""
     cut = [c.name for c in calls if not c.closed]
@@ -441,6 +471,38 @@ def _with_cut_calls(info: StopInfo, calls: Sequence[ToolCall]) -> StopInfo:
             detail={**info.detail, CUT_TOOL_CALLS: cut},
         )
     return info.with_detail(**{CUT_TOOL_CALLS: cut})
+
+
+AMBIGUOUS_TOOL_ARGUMENTS = "ambiguous_tool_arguments"
+"""``StopInfo.detail`` key: the calls whose argument fragments repeated in a way that
+cannot be read without guessing (their answer is INTERRUPTED, its calls withheld)."""
+
+_WITHHOLDING = frozenset({StopReason.REFUSAL, StopReason.INTERRUPTED})
+
+
+def _with_shapes(
+    info: StopInfo, calls: Sequence[ToolCall], shapes: Sequence[Shape | None]
+) -> StopInfo:
+    """``info`` naming the calls whose fragments repeated (``shapes``: each call's);
+    INTERRUPTED for an ambiguous one that would otherwise run (a cut call never runs
+    anyway)."""
+    detail: dict[str, list[str]] = {}
+    for call, shape in zip(calls, shapes, strict=True):
+        if shape is not None:
+            detail.setdefault(f"{shape}_tool_arguments", []).append(call.name)
+    if not detail:
+        return info
+    ambiguous = detail.get(AMBIGUOUS_TOOL_ARGUMENTS, [])
+    would_run = any(s == "ambiguous" and c.closed for c, s in zip(calls, shapes, strict=True))
+    if would_run and info.reason not in _WITHHOLDING:
+        return StopInfo(
+            StopReason.INTERRUPTED,
+            info.raw,
+            message="the provider sent tool-call arguments that repeat in a way that "
+            "cannot be read without guessing: " + ", ".join(ambiguous),
+            detail={**info.detail, **detail},
+        )
+    return info.with_detail(**detail)
 
 
 def apply_output_limit(response: ModelResponse, max_tokens: int | None) -> ModelResponse:
@@ -842,6 +904,18 @@ def stop(
 def as_text(value: Any) -> str | None:
     """``value`` if it is a non-empty string, else None."""
     return value if isinstance(value, str) and value else None
+
+
+def raw_value(value: Any) -> str | None:
+    """A provider's stop value as ``StopInfo.raw`` keeps it: a non-empty string as it
+    is; a number or a boolean as its JSON text (``42`` -> ``"42"``, seed 001: a value
+    no table knows is OTHER "with the original kept"); None for anything else
+    (absent, null, empty, an object or an array)."""
+    if type(value) is str:
+        return value or None
+    if type(value) in (int, float, bool):
+        return json.dumps(value)
+    return None
 
 
 # JSON-shape accessors: json.loads makes only dict, list, str, int, float, bool and

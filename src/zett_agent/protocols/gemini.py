@@ -11,10 +11,34 @@ Mappings, from https://ai.google.dev/api/generate-content#FinishReason (``Finish
 * ``SAFETY``, ``RECITATION``, ``BLOCKLIST``, ``PROHIBITED_CONTENT``, ``SPII``,
   ``IMAGE_SAFETY``, ``IMAGE_PROHIBITED_CONTENT``, ``IMAGE_RECITATION`` -> REFUSAL with the
   value as category, ``finishMessage`` as message and ``safetyRatings`` in detail;
-* no candidates + ``promptFeedback.blockReason`` -> REFUSAL (category = block reason,
-  ``blockReasonMessage`` as message);
-* anything else (``OTHER``, ``MALFORMED_FUNCTION_CALL``, ``LANGUAGE``, Vertex
-  ``MODEL_ARMOR``, numbers) -> OTHER with the raw value as a string;
+* newer than the seed's table (google-genai 3.6.1 ``FinishReason``), policy blocks, so
+  REFUSAL with the value as category like the rest: Vertex ``MODEL_ARMOR`` (blocked by
+  Model Armor), Gemini API ``ESCALATION`` (filtered by an escalation rule) and
+  ``PUP_LIMITED_DISABLED`` (the account is limited or disabled for Prohibited Use Policy
+  violations). The last is a verdict on the account, but it arrives as a finish reason
+  of a 200 answer, possibly after output: a typed error would lose that output and
+  invite retries that cannot help, while REFUSAL keeps the text, withholds tool calls,
+  ends the request and names the category for the host;
+* ``CONTINUATION`` (the per-request token limit; generation is not complete) -> PAUSED,
+  with the candidate's ``continuationToken`` in ``detail["continuation_token"]``. The
+  loop continues a pause by sending the conversation again; for this one the encoder
+  sends the request the paused answer answered (without that answer) and the token as
+  ``continuationToken``, as google-genai's automatic continuation does;
+* no candidates + ``promptFeedback.blockReason`` -> REFUSAL for every value (category =
+  block reason, ``blockReasonMessage`` as message), Vertex's ``MODEL_ARMOR`` and
+  ``JAILBREAK`` included;
+* anything else (``OTHER``, ``MALFORMED_FUNCTION_CALL``, ``LANGUAGE``,
+  ``UNEXPECTED_TOOL_CALL``, ``TOO_MANY_TOOL_CALLS``, ``MALFORMED_RESPONSE``, numbers)
+  -> OTHER with the raw value as a string (:data:`FINISH_REASONS` lists the SDK's
+  values explicitly);
+* the stream is read to its end, and so is a body holding a list of chunks: a
+  ``finishReason`` followed by more content was not the end (gemini-3 streams can begin
+  with empty candidates saying ``STOP``); of the finishes after the last content the
+  last one wins, except that ``STOP`` never replaces an abnormal value (``SAFETY`` then
+  ``STOP`` stays ``SAFETY``); ``detail["finish_reasons"]`` lists them all when they
+  differ. A chunk after the finish that repeats the finished chunk's parts exactly is
+  read once (``detail["repeated_chunks"]``); an error chunk after the finish of an answer
+  with content is not read;
 * no candidates and no block reason: INTERRUPTED, because the provider ended the step
   without output and without saying why (``detail["no_candidates"]``), the same for a body
   and for a stream whose chunks came without candidates (``"candidates": []``): such a
@@ -36,12 +60,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from zett_agent.messages import (
     AssistantMessage,
+    Message,
     SystemMessage,
     ToolResultMessage,
     Usage,
@@ -66,12 +91,13 @@ from zett_agent.protocols.base import (
     load_json,
     merge_options,
     parse_json,
+    raw_value,
     stop,
 )
 from zett_agent.stop import StopInfo, StopReason
 from zett_agent.vendors import Vendor
 
-__all__ = ["Gemini"]
+__all__ = ["CONTINUATION_TOKEN", "FINISH_REASONS", "Gemini", "GeminiDecoder"]
 
 _R = StopReason
 _REFUSALS = [
@@ -83,12 +109,37 @@ _REFUSALS = [
     "IMAGE_SAFETY",
     "IMAGE_PROHIBITED_CONTENT",
     "IMAGE_RECITATION",
+    # newer than the seed's table (google-genai FinishReason): policy blocks
+    "MODEL_ARMOR",  # Vertex: blocked by Model Armor
+    "ESCALATION",  # Gemini API: filtered by an escalation rule
+    "PUP_LIMITED_DISABLED",  # the account is limited for Prohibited Use Policy violations
 ]
-_FINISH: dict[str, StopReason] = {
+_KNOWN_AS_OTHER = [
+    "FINISH_REASON_UNSPECIFIED",
+    "OTHER",
+    "LANGUAGE",
+    "MALFORMED_FUNCTION_CALL",
+    "UNEXPECTED_TOOL_CALL",
+    "TOO_MANY_TOOL_CALLS",
+    "MISSING_THOUGHT_SIGNATURE",
+    "MALFORMED_RESPONSE",
+    "NO_IMAGE",
+    "IMAGE_OTHER",
+]
+FINISH_REASONS: Mapping[str, StopReason] = {
     "STOP": _R.END_TURN,
     "MAX_TOKENS": _R.MAX_OUTPUT,
+    "CONTINUATION": _R.PAUSED,  # the per-request token limit; continued with its token
     **dict.fromkeys(_REFUSALS, _R.REFUSAL),
+    **dict.fromkeys(_KNOWN_AS_OTHER, _R.OTHER),
 }
+"""Gemini ``finishReason`` -> :class:`StopReason`: every value of google-genai's
+``FinishReason`` is a key (``tests/test_stop_tables_match_the_sdks.py``), the ones the
+seed calls OTHER explicitly so; a value not here is OTHER with the raw value kept."""
+
+CONTINUATION_TOKEN = "continuation_token"
+"""``StopInfo.detail`` key: a candidate's ``continuationToken`` (sent back as the
+request's ``continuationToken`` when a CONTINUATION pause is continued)."""
 _CHOICE = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
 _PATH_TOKEN = re.compile(r"\.([^.\[\]]+)|\[(\d{1,6})\]|\['([^']*)'\]|\[\"([^\"]*)\"\]")
 _MAX_INDEX = 10_000
@@ -116,6 +167,9 @@ class Gemini(WireProtocol):
     name = "gemini"
 
     def encode_request(self, request: ModelRequest, vendor: Vendor) -> HTTPRequest:
+        token = _continuation_token(request.messages)
+        if token is not None:  # continue a CONTINUATION pause: its request, and the token
+            request = replace(request, messages=request.messages[:-1])
         model = request.model.removeprefix("models/")
         system = [m.content for m in request.messages if isinstance(m, SystemMessage)]
         body: dict[str, Any] = {"contents": _contents(request)}
@@ -132,6 +186,8 @@ class Gemini(WireProtocol):
         generation = request.sampling(max_tokens="maxOutputTokens", stop="stopSequences")
         if generation:
             body["generationConfig"] = generation
+        if token is not None:
+            body["continuationToken"] = token
         add_settings(body, request, vendor)
         merge_options(body, request.extra_body, NESTED_OPTIONS)
         if request.stream:
@@ -147,6 +203,17 @@ class Gemini(WireProtocol):
         content = as_dict(as_dict(record).get("content"))
         parts = [p for p in as_list(content.get("parts")) if "functionCall" not in as_dict(p)]
         return {**as_dict(record), "content": {**content, "parts": parts}} if parts else None
+
+
+def _continuation_token(messages: Sequence[Message]) -> str | None:
+    """The ``continuationToken`` to send: that of a last message paused by
+    ``CONTINUATION`` (kept in its ``stop.detail``), else None."""
+    last = messages[-1] if messages else None
+    if not isinstance(last, AssistantMessage) or last.stop is None:
+        return None
+    token = last.stop.detail.get(CONTINUATION_TOKEN)
+    paused = last.stop.reason is _R.PAUSED and last.stop.raw == "CONTINUATION"
+    return token if paused and isinstance(token, str) and token else None
 
 
 def _contents(request: ModelRequest) -> list[dict[str, Any]]:
@@ -204,7 +271,7 @@ class GeminiDecoder(Decoder):
 
     def __init__(self, vendor: Vendor) -> None:
         super().__init__(vendor)
-        self.candidate: dict[str, Any] | None = None  # the finishing candidate
+        self.candidate: dict[str, Any] | None = None  # the finish in force (see _finished)
         self.block: dict[str, Any] | None = None
         self.error: dict[str, Any] | None = None
         self.saw_candidate = False
@@ -215,7 +282,12 @@ class GeminiDecoder(Decoder):
         self._usage_meta: dict[str, Any] | None = None  # the last usageMetadata with counts
         self._open: _Call | None = None
         self._calls = 0
-        self._done = False
+        self._done = False  # an error chunk after output ended the answer
+        self._taken = 0  # content pieces read (text, reasoning, calls, kept parts)
+        self._finishes: list[str] = []  # every finishReason seen, in order
+        self._finished_parts: Any = None  # the parts of the last chunk with content
+        self._repeats = 0  # chunks after a finish that repeated its content exactly
+        self._continuation: str | None = None  # the latest continuationToken
         self._grounding: dict[str, Any] = {}  # citations of server tools, for the record
 
     # ---------------------------------------------------------------- feeding
@@ -244,6 +316,8 @@ class GeminiDecoder(Decoder):
             self.malformed += 1
             return []
         if "error" in obj and not obj.get("candidates"):
+            if self.candidate is not None and self._taken:
+                return []  # the answer had finished: a relay's trailing error is not read
             error = as_dict(obj["error"]) or {"message": str(obj["error"])}
             if not self.builder.has_output:
                 raise self.provider_error(
@@ -288,19 +362,41 @@ class GeminiDecoder(Decoder):
                 self._grounding[key] = candidate[key]
         content = candidate.get("content")
         parts = content.get("parts") if type(content) is dict else None
+        taken = self._taken
         if type(parts) is not list:
             events: list[StreamEvent] = []
+        elif self.candidate is not None and parts and _same(parts, self._finished_parts):
+            events = []  # the finished answer's last content sent again: read once
+            self._repeats += 1
         elif len(parts) == 1:
             events = self._part(parts[0])
         else:
             events = []
             for part in parts:
                 events += self._part(part)
+        if self._taken != taken:
+            self._finished_parts = parts
+            self.candidate = None  # content after a finishReason: that was not the end
+        if type(candidate.get("continuationToken")) is str:
+            self._continuation = candidate["continuationToken"]
         if candidate.get("finishReason") not in (None, ""):
-            # a call whose last fragment said willContinue is open, except under STOP
-            # (Vertex sometimes leaves out the empty terminator of a finished call)
-            events += self._close(closed=candidate.get("finishReason") == "STOP")
-            self.candidate, self._done = candidate, True
+            events += self._finished(candidate)
+        return events
+
+    def _finished(self, candidate: dict[str, Any]) -> list[StreamEvent]:
+        """A candidate with a ``finishReason``. The stream is read to its end: this is
+        the answer's finish unless content follows it (an empty candidate with STOP
+        before the answer, as gemini-3 streams sometimes begin); of the finishes after
+        the last content the last wins, except that STOP never replaces an abnormal
+        value (SAFETY then STOP stays SAFETY)."""
+        raw = raw_value(candidate.get("finishReason")) or ""
+        self._finishes.append(raw)
+        # a call whose last fragment said willContinue is open, except under STOP
+        # (Vertex sometimes leaves out the empty terminator of a finished call)
+        events = self._close(closed=raw == "STOP")
+        held = self.candidate
+        if held is None or raw != "STOP" or raw_value(held.get("finishReason")) == "STOP":
+            self.candidate = candidate
         return events
 
     def _part(self, part: Any) -> list[StreamEvent]:
@@ -311,6 +407,8 @@ class GeminiDecoder(Decoder):
         if type(text) is str and len(part) == 1:  # plain text, the most common part
             tail = self._tail
             if tail is not None and not tail[2] and self.parts[-1] is tail[0]:
+                if text:
+                    self._taken += 1
                 tail[1].append(text)
                 return self.builder.text(text)
         elif type(part.get("functionCall")) is dict:
@@ -318,10 +416,13 @@ class GeminiDecoder(Decoder):
         if type(text) is not str:
             self.parts.append(part)  # inlineData, executableCode...: kept for replay
             self.opaque_progress += 1  # a thought signature alone is progress too
+            self._taken += 1
             return []
         thought = part.get("thought") is True
         last = self.parts[-1] if self.parts else None
         plain = len(part) == 1 or (len(part) == 2 and "thought" in part)  # text[, thought]
+        if text or not plain:
+            self._taken += 1
         if (
             plain
             and last is not None
@@ -346,6 +447,7 @@ class GeminiDecoder(Decoder):
         if as_text(call.get("name")) or isinstance(call.get("args"), dict) or self._open is None:
             if not (partial or more or call.get("name") or call.get("args")):
                 return []  # a stray terminator
+            self._taken += 1
             events += self._close()
             args = call.get("args")
             self._open = _Call(
@@ -360,6 +462,8 @@ class GeminiDecoder(Decoder):
             events += self.builder.tool_call(self._open.key, id=self._open.id, name=self._open.name)
         elif not partial and not more:
             return self._close()  # the empty functionCall{} terminator
+        else:
+            self._taken += 1  # more of the open call
         for piece in partial:
             if not self._apply(self._open, as_dict(piece)):
                 self.malformed += 1
@@ -466,7 +570,7 @@ class GeminiDecoder(Decoder):
                 )
             )
         if self.candidate is None and self.block is not None:
-            raw = str(self.block.get("blockReason"))
+            raw = raw_value(self.block.get("blockReason"))
             return self._build(
                 stop(
                     _R.REFUSAL,
@@ -489,13 +593,21 @@ class GeminiDecoder(Decoder):
             detail: dict[str, Any] = {"incomplete_stream": True} if streamed else {}
             if self.saw_candidate and not streamed:
                 detail["no_finish_reason"] = True
+            if self._finishes:  # every finish seen came before more content
+                detail["finish_reasons"] = self._finishes
             return self._build(stop(_R.INTERRUPTED, detail=detail))
-        raw = str(self.candidate.get("finishReason"))
+        raw = raw_value(self.candidate.get("finishReason")) or ""
         message = as_text(self.candidate.get("finishMessage"))
-        reason = self.reason_for(raw, _FINISH)  # STOP with calls is TOOL_USE: see build
+        reason = self.reason_for(raw, FINISH_REASONS)  # STOP with calls is TOOL_USE: build
         detail = {}
         if reason is _R.REFUSAL and isinstance(self.candidate.get("safetyRatings"), list):
             detail["safety_ratings"] = self.candidate["safetyRatings"]
+        if len(set(self._finishes)) > 1:
+            detail["finish_reasons"] = self._finishes
+        if self._repeats:
+            detail["repeated_chunks"] = self._repeats
+        if self._continuation is not None:
+            detail[CONTINUATION_TOKEN] = self._continuation
         return self._build(stop(reason, raw, message=message, detail=detail))
 
     def _build(self, info: StopInfo) -> ModelResponse:
@@ -513,6 +625,14 @@ class GeminiDecoder(Decoder):
         if record is not None and self._grounding:
             record.update(self._grounding)  # kept with the answer; only content is replayed
         return self.build(info, record)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """``a == b``, False where comparing would pass Python's recursion limit."""
+    try:
+        return bool(a == b)
+    except RecursionError:
+        return False
 
 
 def _retry_delay(error: dict[str, Any]) -> float | None:

@@ -47,6 +47,7 @@ from zett_agent.protocols.base import (
     load_json,
     merge_options,
     parse_json,
+    raw_value,
     stop,
 )
 from zett_agent.stop import StopReason
@@ -182,8 +183,7 @@ class OllamaDecoder(Decoder):
             )
         if self.final is None:
             return self.build(stop(_R.INTERRUPTED, detail={"incomplete_stream": True}))
-        raw = self.final.get("done_reason")
-        raw = str(raw) if raw is not None and raw != "" else None
+        raw = raw_value(self.final.get("done_reason"))
         reason = _R.END_TURN if raw is None else self.reason_for(raw, _DONE)
         return self.build(stop(reason, raw))  # stop with tool calls is TOOL_USE: see build
 

@@ -61,6 +61,7 @@ from zett_agent.protocols.base import (
     as_text,
     merge_options,
     parse_json,
+    raw_value,
     stop,
 )
 from zett_agent.stop import StopInfo, StopReason
@@ -312,11 +313,11 @@ class OpenAIChatDecoder(Decoder):
         else:
             events = []
         finish = choice.get("finish_reason")
-        if finish and type(finish) is str:
-            self._finish = finish
+        if finish is not None:
+            self._finish = raw_value(finish) or self._finish  # 42 is kept as "42"
         if "native_finish_reason" in choice:
             self._has_native = True
-            self._native = as_text(choice.get("native_finish_reason")) or self._native
+            self._native = raw_value(choice.get("native_finish_reason")) or self._native
         results = choice.get("content_filter_results")
         if results and type(results) is dict:
             self._filter_results = dict(results)

@@ -8,7 +8,14 @@ in ``../shared/corpus/WIRE.md`` section 3:
 * ``completed`` -> END_TURN, or TOOL_USE when the output holds ``function_call`` items
   (there is no per-call finish value);
 * ``incomplete`` + ``max_output_tokens`` -> MAX_OUTPUT; ``incomplete`` + ``content_filter``
-  -> REFUSAL; another incomplete reason -> OTHER;
+  -> REFUSAL; ``incomplete`` + ``max_messages`` (newer than the seed: a limit on the
+  response's output messages) -> MAX_OUTPUT, an output limit counted in messages;
+  ``incomplete`` + ``steered`` (newer than the seed: a WebSocket ``response.steer`` ended
+  the response at a safe boundary and the server goes on in a successor response) ->
+  INTERRUPTED: the model did not end the answer, something outside it did, and
+  carrying on (OTHER) would run the calls of an answer the server replaced, while
+  continuing it (PAUSED) would send again what the server already took; another
+  incomplete reason -> OTHER (:data:`INCOMPLETE_REASONS`);
 * a ``refusal`` content part (``response.refusal.delta`` when streamed) -> REFUSAL with
   the text as ``message`` and as visible text;
 * ``failed`` with a policy ``error.code`` (``bio_policy``, ``image_content_policy_violation``,
@@ -55,18 +62,32 @@ from zett_agent.protocols.base import (
     load_json,
     merge_options,
     parse_json,
+    raw_value,
     stop,
 )
 from zett_agent.stop import StopInfo, StopReason
 from zett_agent.vendors import Vendor
 
-__all__ = ["OpenAIResponses"]
+__all__ = ["INCOMPLETE_REASONS", "OpenAIResponses"]
 
 _R = StopReason
 _TERMINAL = frozenset(
     {"response.completed", "response.incomplete", "response.failed", "response.cancelled"}
 )
-_INCOMPLETE = {"max_output_tokens": _R.MAX_OUTPUT, "content_filter": _R.REFUSAL}
+INCOMPLETE_REASONS: Mapping[str, StopReason] = {
+    "max_output_tokens": _R.MAX_OUTPUT,
+    "content_filter": _R.REFUSAL,
+    # the response's limit on output messages (items) was reached: an output limit
+    # counted in messages, and the output is incomplete because of it
+    "max_messages": _R.MAX_OUTPUT,
+    # ended at a safe boundary by a WebSocket ``response.steer``; the server goes on
+    # in a successor response zett does not read: not the model's end, so nothing of
+    # it runs and the host is told
+    "steered": _R.INTERRUPTED,
+}
+"""``incomplete_details.reason`` -> :class:`StopReason`: every value of the openai
+SDK's ``IncompleteDetails.reason`` (``tests/test_stop_tables_match_the_sdks.py``); any
+other value is OTHER with the raw value kept."""
 _REFUSAL_ERROR_TYPES = frozenset({"content_policy_violation", "refusal"})
 
 
@@ -416,7 +437,7 @@ class ResponsesDecoder(Decoder):
         return self._from_response(data, streamed=False)
 
     def _from_response(self, response: dict[str, Any], *, streamed: bool) -> ModelResponse:
-        status = str(response.get("status") or "")
+        status = raw_value(response.get("status")) or ""
         if status == "failed" or (self.error is not None and status != "completed"):
             merged = {**as_dict(response.get("error")), **(self.error or {})}
             if response.get("error_type") is not None:
@@ -428,8 +449,8 @@ class ResponsesDecoder(Decoder):
                 return self._build(stop(_R.REFUSAL, "refusal", message=refusal))
             return self._build(stop(_R.END_TURN, status))  # TOOL_USE with calls: see build
         if status == "incomplete":
-            raw = as_text(as_dict(response.get("incomplete_details")).get("reason")) or status
-            reason = _R.REFUSAL if self.refusal else self.reason_for(raw, _INCOMPLETE)
+            raw = raw_value(as_dict(response.get("incomplete_details")).get("reason")) or status
+            reason = _R.REFUSAL if self.refusal else self.reason_for(raw, INCOMPLETE_REASONS)
             return self._build(stop(reason, raw, message=refusal))
         if status == "cancelled":
             return self._build(stop(_R.INTERRUPTED, status))
@@ -467,5 +488,20 @@ class ResponsesDecoder(Decoder):
         output = as_list(as_dict(self.terminal).get("output")) or [
             self._items[i] for i in sorted(self._items)
         ]
+        output = [self._read_once(index, item) for index, item in enumerate(output)]
         record = {"protocol": "openai-responses", "output": output} if output else None
         return self.build(info, record)
+
+    def _read_once(self, index: int, item: Any) -> Any:
+        """A ``function_call`` item whose streamed arguments repeated themselves (an
+        exact repeat, cumulative deltas) with the arguments as the call runs them, so
+        the replayed item says what the tool was given."""
+        fields = as_dict(item)
+        if fields.get("type") != "function_call":
+            return item
+        item_id = fields.get("id")
+        key = self._keys.get(item_id) if isinstance(item_id, str) and item_id else None
+        read = self.builder.read_arguments(key if key is not None else self._keys.get(("#", index)))
+        if read is None or read[1] not in ("repeated", "cumulative"):
+            return item
+        return {**fields, "arguments": read[0]}

@@ -9,7 +9,11 @@ record about the run that is never sent:
 ``approval_request``   :class:`~zett_agent.tools.approvals.ApprovalRequest`    2
 ``approval_decision``  :class:`~zett_agent.tools.approvals.ApprovalDecision`   2
 ``tool_started``       :class:`~zett_agent.tools.outcomes.ToolStarted`         3
+``run_settings``       :class:`RunSettings`                                    3
 =====================  ==================================  ==============
+
+An ``approval_request`` row of schema 3 may also hold ``durable_agent`` (the
+durable agent whose workers continue it once decided).
 
 :func:`entry_to_dict` / :func:`entry_from_dict` are the codec every store uses
 (:mod:`zett_agent.sessions.base` adds the schema version check).
@@ -17,7 +21,8 @@ record about the run that is never sent:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from zett_agent.messages import Message, ToolCall, message_from_dict, message_to_dict
@@ -27,6 +32,7 @@ from zett_agent.tools.outcomes import ToolStarted
 __all__ = [
     "RECORD_ROLES",
     "RECORD_TYPES",
+    "RunSettings",
     "SessionEntry",
     "entry_from_dict",
     "entry_to_dict",
@@ -34,13 +40,42 @@ __all__ = [
     "record_schema",
 ]
 
-SessionEntry: TypeAlias = Message | ApprovalRequest | ApprovalDecision | ToolStarted
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How the runs of a session were asked for, so a later run (``zett sessions
+    resume``, the exit-9 notice's command) continues it as it was without the
+    options being repeated: the ``model`` string (``provider:name``, or a
+    fallback chain joined by commas), the offered ``tools`` by name, the ``mcp``
+    servers (command lines or URLs as given, a URL without its ``user:password``),
+    and ``require_approval`` (tool names, or ``all``). Never an MCP server's
+    environment or headers, never a key. Written when a run's settings differ
+    from the session's last ones."""
+
+    model: str
+    tools: tuple[str, ...] = ()
+    mcp: tuple[str, ...] = ()
+    require_approval: tuple[str, ...] = ()
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, Sequence) or isinstance(value, str):
+        raise TypeError(f"expected a list of strings, got {type(value).__name__}")
+    return tuple(str(item) for item in value)
+
+
+SessionEntry: TypeAlias = Message | ApprovalRequest | ApprovalDecision | ToolStarted | RunSettings
 """What one stored row holds: a message, or a record about the run."""
 
-RECORD_TYPES = (ApprovalRequest, ApprovalDecision, ToolStarted)
+RECORD_TYPES = (ApprovalRequest, ApprovalDecision, ToolStarted, RunSettings)
 """The classes of records (rows that are not messages)."""
 
-_SINCE = {"approval_request": 2, "approval_decision": 2, "tool_started": 3}
+_SINCE = {
+    "approval_request": 2,
+    "approval_decision": 2,
+    "tool_started": 3,
+    "run_settings": 3,
+}
 RECORD_ROLES = frozenset(_SINCE)
 """The ``role`` values of records."""
 
@@ -76,6 +111,14 @@ def entry_to_dict(entry: SessionEntry) -> dict[str, Any]:
             "name": entry.name,
             "run_id": entry.run_id,
         }
+    if isinstance(entry, RunSettings):
+        return {
+            "role": "run_settings",
+            "model": entry.model,
+            "tools": list(entry.tools),
+            "mcp": list(entry.mcp),
+            "require_approval": list(entry.require_approval),
+        }
     return message_to_dict(entry)
 
 
@@ -99,6 +142,13 @@ def entry_from_dict(data: Mapping[str, Any]) -> SessionEntry:
             return ApprovalDecision(decisions)
         if role == "tool_started":
             return ToolStarted(str(data["call_id"]), str(data["name"]), str(data.get("run_id", "")))
+        if role == "run_settings":
+            return RunSettings(
+                str(data["model"]),
+                _strings(data.get("tools", ())),
+                _strings(data.get("mcp", ())),
+                _strings(data.get("require_approval", ())),
+            )
     except (KeyError, TypeError, AttributeError) as error:
         raise ValueError(f"stored {role} row is invalid: {error!r}") from error
     return message_from_dict(data)

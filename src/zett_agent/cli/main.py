@@ -25,6 +25,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "EXIT_CODES",
     "EXIT_TABLE",
+    "REMEMBERED",
     "MaxTokensOption",
     "McpOption",
     "ModelOption",
@@ -32,6 +33,7 @@ __all__ = [
     "YesOption",
     "app",
     "err_console",
+    "explicit_options",
     "out_console",
 ]
 
@@ -40,13 +42,16 @@ DEFAULT_MODEL = "llamacpp:smollm2"
 
 # Options that ``zett run`` and ``zett sessions resume`` share, spelled once.
 ModelOption = Annotated[
-    str,
+    str | None,
     typer.Option(
         "--model",
         "-m",
         envvar="ZETT_MODEL",
+        show_default=False,
         help="provider:model-name; several joined by commas are a fallback chain, "
-        "tried in order (anthropic:claude-sonnet-4-5,openai:gpt-5).",
+        "tried in order (anthropic:claude-sonnet-4-5,openai:gpt-5). Unset: a stored "
+        f"session's own model, else ZETT_MODEL, else {DEFAULT_MODEL}. Given, it wins "
+        "over a stored session's model (ZETT_MODEL does not: it is for new sessions).",
     ),
 ]
 MaxTokensOption = Annotated[
@@ -115,6 +120,21 @@ EXIT_TABLE = "\n\n".join(
     for name, code in sorted(EXIT_CODES.items(), key=lambda i: i[1])
 )
 """The exit codes as help text (one paragraph each)."""
+
+
+REMEMBERED = ("model", "tools", "mcp", "require_approval")
+"""The options a stored session remembers (:mod:`zett_agent.cli.remembered`)."""
+
+
+def explicit_options(ctx: typer.Context, names: tuple[str, ...]) -> frozenset[str]:
+    """Which of the parameters ``names`` were given on the command line (not taken
+    from an environment variable or left at their default)."""
+    given = set()
+    for name in names:
+        source = ctx.get_parameter_source(name)  # typer's own click: compare by name
+        if source is not None and source.name == "COMMANDLINE":
+            given.add(name)
+    return frozenset(given)
 
 
 def _version(value: bool) -> None:

@@ -25,6 +25,7 @@ from zett_agent.cli.main import (
     DEFAULT_MODEL,
     EXIT_CODES,
     EXIT_TABLE,
+    REMEMBERED,
     MaxTokensOption,
     McpOption,
     ModelOption,
@@ -32,6 +33,7 @@ from zett_agent.cli.main import (
     YesOption,
     app,
     err_console,
+    explicit_options,
     out_console,
 )
 
@@ -51,6 +53,8 @@ notice saying why a run did not end normally go to stderr.
 
 Without --model (or ZETT_MODEL) the local model {DEFAULT_MODEL} is used, even
 when a provider key is set: zett never spends credits unless you name a model.
+A stored session (--session) continues on its own model, tools, MCP servers and
+approval options unless they are given here (ZETT_MODEL is for new sessions).
 It needs: pip install -e '.[local]'. On it the tools are shown to the model
 only with --tool-choice (llama.cpp's server ignores tools sent without one).
 
@@ -79,7 +83,8 @@ class RunOptions:
     """
 
     prompt: str | None
-    model: str = DEFAULT_MODEL
+    model: str | None = None
+    """``--model`` (or ``ZETT_MODEL``); None: unset (:mod:`zett_agent.cli.remembered`)."""
     max_tokens: int | None = None
     max_turns: int | None = None
     tools: Sequence[Callable[..., Any]] = ()
@@ -103,6 +108,9 @@ class RunOptions:
     """``--max-total-tokens``: input plus output tokens the run may use."""
     reasoning: str | None = None
     """``--reasoning``: an effort level, or a thinking budget in tokens."""
+    explicit: frozenset[str] = frozenset()
+    """The remembered options (model, tools, mcp, require_approval) given on the
+    command line: the others come from a stored session's settings."""
 
 
 def validate_tool_choice(choice: str | None, tools: Sequence[Callable[..., Any]]) -> None:
@@ -129,7 +137,7 @@ def run(
     prompt: Annotated[
         str | None, typer.Argument(help="What to ask; read from stdin if left out.")
     ] = None,
-    model: ModelOption = DEFAULT_MODEL,
+    model: ModelOption = None,
     max_tokens: MaxTokensOption = None,
     max_turns: Annotated[
         int | None, typer.Option(min=1, help="Model calls allowed in the run.")
@@ -222,6 +230,7 @@ def run(
         max_cost=max_cost,
         max_total_tokens=max_total_tokens,
         reasoning=reasoning,
+        explicit=explicit_options(ctx, REMEMBERED),
     )
     raise typer.Exit(run_in_terminal(options))
 
@@ -286,6 +295,11 @@ async def run_events(
     async with AgentClient(agent, options.db, session_id=options.session) as client:
         sid = client.session_id
         asker.session_id = sid
+        from zett_agent.cli.remembered import last_settings, settings_of
+
+        current = settings_of(options)
+        if last_settings(await client.store.rows(sid)) != current:
+            await client.store.append(sid, current)
         if options.session is None and not options.json_events:
             err.print(f"session {sid}", style="dim", highlight=False)
         prompt = options.prompt
@@ -321,6 +335,7 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
     model: Any = None
     agent: Any = None
     try:
+        options = await _remembered(options, err)
         model = _resolve(options)
         base_url = getattr(model, "base_url", None)
         printer.url = base_url if not getattr(model, "starts_server", False) else None
@@ -355,7 +370,9 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
                 async for event in events:
                     printer.handle(event)
         if asker.waiting is not None:
-            return asker.report_waiting(options.db)
+            offered = {getattr(tool, "__name__", "") for tool in options.tools}
+            mcp_calls = any(call.name not in offered for call in asker.waiting.calls)
+            return asker.report_waiting(options.db, mcp=options.mcp if mcp_calls else ())
     except ZettError as error:
         if printer.failed:  # RUN_FAILED already said it
             return printer.exit_code
@@ -388,12 +405,28 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
     return printer.exit_code
 
 
+async def _remembered(options: RunOptions, err: Console) -> RunOptions:
+    """``options`` with what a stored session remembers filled in
+    (:mod:`zett_agent.cli.remembered`), the model resolved."""
+    from zett_agent.cli.remembered import last_settings, with_remembered
+
+    stored = None
+    if options.db is not None and options.session is not None and options.db.is_file():
+        from zett_agent.sessions import SQLiteSessionStore
+
+        async with SQLiteSessionStore(options.db) as store:
+            stored = last_settings(await store.rows(options.session))
+    environment = options.model if options.model_variable is not None else None
+    return with_remembered(options, stored, options.explicit, environment, DEFAULT_MODEL, err)
+
+
 def _resolve(options: RunOptions) -> Any:
     """The model of ``options``; a bad model string from an environment variable
     is a ConfigError that names the variable."""
     from zett_agent.errors import ConfigError
     from zett_agent.models import resolve_model
 
+    assert options.model is not None, "the model is resolved by _remembered first"
     timing: dict[str, Any] = {}
     if options.attempt_timeout is not None:
         timing["attempt_timeout"] = options.attempt_timeout

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from zett_agent.cli.main import (
-    DEFAULT_MODEL,
     EXIT_CODES,
     MaxTokensOption,
     McpOption,
@@ -72,13 +71,13 @@ def list_sessions(
 
     store = _open_db(db)
 
-    async def collect() -> list[tuple[Any, Any]]:
+    async def collect() -> list[tuple[Any, int, Any]]:
         async with store:
             infos = await store.list_sessions()
             found = []
             for info in infos:
-                messages = await store.load(info.session_id)
-                found.append((info, _last_stop(messages)))
+                messages = await store.load(info.session_id)  # records left out
+                found.append((info, len(messages), _last_stop(messages)))
             return found
 
     try:
@@ -86,8 +85,8 @@ def list_sessions(
     except ZettError as error:
         raise _fail(error) from None
     if json_output:
-        for info, stop in found:
-            record = {"session_id": info.session_id, "messages": info.rows,
+        for info, count, stop in found:
+            record = {"session_id": info.session_id, "messages": count,
                       "updated_at": info.updated_at, "last_stop": stop}  # fmt: skip
             typer.echo(json.dumps(record, ensure_ascii=False))
         return
@@ -99,9 +98,9 @@ def list_sessions(
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("session", "messages", "last written", "last answer"):
         table.add_column(column, overflow="fold")
-    for info, stop in found:
+    for info, count, stop in found:
         when = datetime.fromtimestamp(info.updated_at).strftime("%Y-%m-%d %H:%M:%S")
-        table.add_row(info.session_id, str(info.rows), when, stop or "ok")
+        table.add_row(info.session_id, str(count), when, stop or "ok")
     if not found:
         err_console().print(f"no sessions in {db}")
         return
@@ -178,7 +177,7 @@ def resume(
     ctx: typer.Context,
     session_id: Annotated[str, typer.Argument(metavar="ID", help="The session's id.")],
     db: DbOption,
-    model: ModelOption = DEFAULT_MODEL,
+    model: ModelOption = None,
     max_tokens: MaxTokensOption = None,
     tools: Annotated[
         str, typer.Option(help="Tools to offer, as for zett run: demo, none, or names.")
@@ -191,10 +190,12 @@ def resume(
     yes: YesOption = False,
 ) -> None:
     """Continue the session's interrupted or cut-off last answer (INTERRUPTED or
-    MAX_OUTPUT), printing and exiting as zett run does. A session whose last
+    MAX_OUTPUT), printing and exiting as zett run does. The session's own model,
+    tools, MCP servers and approval options are used unless given here. A session whose last
     answer ended normally, was refused, or filled the context cannot be resumed
     (exit 1, nothing sent). A session whose tool calls wait for approval:
     they are decided first (y/N on a terminal, --yes), then it goes on."""
+    from zett_agent.cli.main import REMEMBERED, explicit_options
     from zett_agent.cli.run import RunOptions, model_variable, run_in_terminal
     from zett_agent.demo_tools import select_demo_tools
 
@@ -215,5 +216,6 @@ def resume(
         mcp=tuple(mcp or ()),
         require_approval=tuple(require_approval or ()),
         yes=yes,
+        explicit=explicit_options(ctx, REMEMBERED),
     )
     raise typer.Exit(run_in_terminal(options))

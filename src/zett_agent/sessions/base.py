@@ -13,7 +13,11 @@ A session is an append-only list of rows, one per complete message, numbered
       :mod:`zett_agent.approvals`); :meth:`SessionStore.load` leaves them out
 3     the current form (one version for every row kind and field added in
       this release): ``tool_started`` records, written just before a tool
-      call is entered (:mod:`zett_agent.tools.outcomes`); an assistant
+      call is entered (:mod:`zett_agent.tools.outcomes`); ``run_settings``
+      records (how the session's runs were asked for: model, tools, MCP
+      servers, approval options, :class:`~zett_agent.records.RunSettings`); an
+      approval request's ``durable_agent``; decisions stored under the key
+      ``decision:<request seq>`` (:meth:`SessionStore.append_if_absent`); an assistant
       message may also hold ``attempts`` (a fallback chain's
       :class:`~zett_agent.messages.ModelAttempt` list), ``cost`` (``{"usd",
       "unknown"}``), ``usage.cache_write_tokens``, and a provider record's

@@ -162,22 +162,24 @@ async def test_two_clients_deciding_one_call_in_memory_run_it_once() -> None:
         )
         for _ in range(2)
     ]
+
+    async def decide(
+        client: AgentClient, go: anyio.Event, session: str, call_id: str, outcomes: list[str]
+    ) -> None:
+        await go.wait()
+        try:
+            await client.approve(session, {call_id: approve()})
+            outcomes.append("won")
+        except ApprovalConflictError:
+            outcomes.append("conflict")
+
     for session, call_id in sessions:
         go = anyio.Event()
         outcomes: list[str] = []
-
-        async def decide(client: AgentClient) -> None:
-            await go.wait()
-            try:
-                await client.approve(session, {call_id: approve()})
-                outcomes.append("won")
-            except ApprovalConflictError:
-                outcomes.append("conflict")
-
         before = len(ran)
         async with anyio.create_task_group() as group:
             for client in clients:
-                group.start_soon(decide, client)
+                group.start_soon(decide, client, go, session, call_id, outcomes)
             await anyio.sleep(0)
             go.set()
         assert sorted(outcomes) == ["conflict", "won"]

@@ -3,8 +3,9 @@ durable_approval_factory:make`` with: ``biller``, whose ``send_invoice`` waits f
 approval and is not idempotent. Reads ZETT_TEST_MODEL_URL (an OpenAI-compatible
 ReplayServer), ZETT_TEST_SESSIONS (a SQLite file or a postgresql:// DSN, the
 default schema, as ``zett runs`` opens it), ZETT_TEST_EFFECTS (the tool logs
-``<executor>:start`` and ``<executor>:done`` there) and ZETT_TEST_EXECUTOR. The first call blocks after
-``start`` until the process is killed (while ZETT_TEST_EFFECTS has no start yet)."""
+``<executor>:start`` and ``<executor>:done`` there) and ZETT_TEST_EXECUTOR. The
+first call blocks after ``start`` until the process is killed (while
+ZETT_TEST_EFFECTS has no start yet)."""
 
 from __future__ import annotations
 

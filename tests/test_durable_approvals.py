@@ -137,3 +137,49 @@ async def test_a_client_decides_a_durable_request_only_by_handing_it_to_the_work
             await runs.approve("r3", {"c1": approve()})
         assert [i.run_id for i in await runs.list_runs()][:2] == ["r3.decided-1", "r3"]
     assert SENT == ["ACME"]
+
+
+async def test_zett_runs_approve_decides_once_and_exits_12_the_second_time(
+    tmp_path: Path,
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    import anyio
+
+    from zett_agent.durable import system_database_next_to
+
+    SENT.clear()
+    sessions = tmp_path / "s.sqlite3"
+    model = ScriptedModel(
+        reply("Billing.", [ToolCall("c1", "send_invoice", '{"customer": "ACME"}')]),
+        reply("Billed ACME."),
+    )
+    agent = Agent(model, AgentRunConfig("biller"), [requires_approval(send_invoice)])
+    durable = DurableAgent(agent, sessions)
+    await launch(DurableConfig(system_database_next_to(sessions), executor_id="test"))
+    try:
+        await durable.run("bill ACME", session_id="s", run_id="r4")
+
+        def zett(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [sys.executable, "-m", "zett_agent.cli", "runs", *args, "--sessions",
+                 str(sessions)],
+                capture_output=True, text=True, timeout=90, env=os.environ.copy(),
+            )  # fmt: skip
+
+        first = await anyio.to_thread.run_sync(zett, "approve", "r4")
+        assert first.returncode == 0, first.stderr
+        assert first.stdout.strip() == "r4.decided-1"
+        assert (await durable.result("r4.decided-1")).text == "Billed ACME."  # run here
+        second = await anyio.to_thread.run_sync(zett, "approve", "r4", "--deny", "no")
+        assert second.returncode == 12, second.stderr
+        assert "decided already" in second.stderr
+        none = await anyio.to_thread.run_sync(zett, "approve", "nope")
+        assert none.returncode == 1 and "no durable run 'nope'" in none.stderr
+        assert "Traceback" not in none.stderr
+        assert SENT == ["ACME"]
+    finally:
+        shutdown()
+        await durable.aclose()

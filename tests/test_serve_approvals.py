@@ -80,3 +80,40 @@ def test_a_denial_reaches_the_model_and_bad_decisions_are_refused(
     second = chunks_of(httpx.post(f"{url}/api/sessions/d1/approve", json=deny, timeout=30))
     errors = [c for c in second if c["type"] == "tool-output-error"]
     assert len(errors) == 1 and "not today" in errors[0]["errorText"]
+
+
+class BeatenStore(InMemorySessionStore):
+    """A store where another decider stores its decision just before each of ours
+    (it won the compare-and-set between our look at the session and our write)."""
+
+    async def append_if_absent(self, session_id: str, message: Any, *, key: str) -> int | None:
+        await super().append_if_absent(session_id, message, key=key)  # the other one
+        return await super().append_if_absent(session_id, message, key=key)
+
+
+def test_a_decision_that_lost_the_compare_and_set_is_a_409_and_runs_nothing() -> None:
+    from zett_agent import ToolResultMessage
+
+    with ReplayServer(route=scenario_reply) as replay:
+        agent = make_agent(replay.url, approval=lambda call: call.name == "get_weather")
+        store = BeatenStore()
+        with running_server(create_app(agent, store, owns=True)) as url:
+            first = chunks_of(
+                httpx.post(f"{url}/api/chat", json=chat_body("c1", "weather"), timeout=30)
+            )
+            [asked] = [c for c in first if c["type"] == "tool-approval-request"]
+            calls_before = len(replay.requests)
+            decisions = {"decisions": {asked["approvalId"]: {"approved": True}}}
+            lost = httpx.post(f"{url}/api/sessions/c1/approve", json=decisions, timeout=30)
+            assert lost.status_code == 409, lost.text
+            assert "decided already" in lost.json()["error"]["message"]
+            assert len(replay.requests) == calls_before  # the model was not asked again
+            again = httpx.post(f"{url}/api/chat", json=chat_body("c1", "next"), timeout=30)
+            assert again.status_code == 200  # the session is free: nothing holds it
+
+    import anyio
+
+    async def results() -> list[Any]:
+        return [m for m in await store.load("c1") if isinstance(m, ToolResultMessage)]
+
+    assert anyio.run(results) == []  # the tool never ran here

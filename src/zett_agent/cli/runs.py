@@ -200,7 +200,11 @@ def run_approve(
         store = store_for(sessions)
         runs.sessions = store
         try:
-            found = await runs.request_of(run_id)
+            try:
+                found = await runs.request_of(run_id)
+            except ResumeError as error:
+                _err().print(f"✖ {error}", markup=False, soft_wrap=True)
+                return EXIT_CODES["error"]
             if found is None:
                 _err().print(f"run {run_id!r} waits for no approval", markup=False)
                 return EXIT_CODES["error"]

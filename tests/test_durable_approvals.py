@@ -139,6 +139,7 @@ async def test_a_client_decides_a_durable_request_only_by_handing_it_to_the_work
     assert SENT == ["ACME"]
 
 
+@pytest.mark.slow  # three CLI processes, each importing DBOS
 async def test_zett_runs_approve_decides_once_and_exits_12_the_second_time(
     tmp_path: Path,
 ) -> None:
@@ -183,3 +184,37 @@ async def test_zett_runs_approve_decides_once_and_exits_12_the_second_time(
     finally:
         shutdown()
         await durable.aclose()
+
+
+async def test_serve_hands_a_durable_runs_decision_to_the_workers(
+    durable: DurableAgent, tmp_path: Path
+) -> None:
+    pytest.importorskip("starlette", reason="the serve extra is not installed")
+    import anyio
+    import httpx
+
+    from serve_support import read_chunks, running_server
+    from zett_agent.serve import create_app
+
+    await durable.run("bill ACME", session_id="s", run_id="r5")
+    async with DurableRuns(
+        f"sqlite:///{tmp_path / 'dbos.sqlite3'}", sessions=durable.store
+    ) as runs:
+        plain = create_app(durable.agent, durable.store)
+        handing = create_app(durable.agent, durable.store, handoff=runs)
+        decisions = {"decisions": {"c1": {"approved": True}}}
+
+        def post(app: object) -> httpx.Response:
+            with running_server(app) as url:
+                return httpx.post(f"{url}/api/sessions/s/approve", json=decisions, timeout=60)
+
+        refused = await anyio.to_thread.run_sync(post, plain)
+        assert refused.status_code == 409 and "zett runs approve r5" in refused.text
+        assert SENT == []
+        done = await anyio.to_thread.run_sync(post, handing)
+        assert done.status_code == 200, done.text
+        assert read_chunks(done.text)[-1]["type"] == "finish"
+        assert SENT == ["ACME"]  # run by the worker (this process's DBOS), once
+        again = await anyio.to_thread.run_sync(post, handing)
+        assert again.status_code == 409
+    assert SENT == ["ACME"]

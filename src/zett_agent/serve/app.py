@@ -53,7 +53,12 @@ from zett_agent.messages import ToolCall, UserMessage
 from zett_agent.resume import plan_resume
 from zett_agent.sessions import InMemorySessionStore, SessionStore, live_rows
 from zett_agent.sessions.base import messages_of
-from zett_agent.tools.approvals import ApprovalConflictError, Decision, decided_results
+from zett_agent.tools.approvals import (
+    ApprovalConflictError,
+    ApprovalHandoff,
+    Decision,
+    decided_results,
+)
 
 from .history import assistant_message_id, ui_messages
 from .request import ChatRequest, RequestError, new_input, valid_session_id
@@ -105,6 +110,7 @@ def create_app(
     settings: ServeSettings | None = None,
     *,
     owns: bool = False,
+    handoff: ApprovalHandoff | None = None,
 ) -> Starlette:
     """The ASGI app serving ``agent`` over sessions in ``store`` (default: in memory).
 
@@ -113,13 +119,19 @@ def create_app(
     app's lifespan starts the model first (``ensure_ready``: the local model's
     server). Raises ``ValueError`` for a non-loopback ``settings.host`` without a
     token, or ``"*"`` in ``allowed_hosts`` without a token.
+
+    ``handoff``: where the approve route hands the decided calls of a durable
+    run (:class:`zett_agent.durable.runs.DurableRuns` with its session store), so
+    its workers run them; without one such a decision is refused (409).
     """
     settings = settings or ServeSettings()
     if settings.token is None and not is_loopback(settings.host):
         raise ValueError(f"listening on {settings.host} needs a token (ServeSettings.token)")
     if settings.token is None and "*" in settings.allowed_hosts:
         raise ValueError("allowed_hosts '*' needs a token")
-    client = AgentClient(agent, store if store is not None else InMemorySessionStore())
+    client = AgentClient(
+        agent, store if store is not None else InMemorySessionStore(), handoff=handoff
+    )
     state = _State(agent, client, settings, own=owns)
 
     @asynccontextmanager

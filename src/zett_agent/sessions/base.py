@@ -125,7 +125,8 @@ class SessionStore(ABC):
     """Where sessions live. All methods are async and safe to call concurrently.
 
     Implement :meth:`append`, :meth:`rows`, :meth:`list_sessions` and
-    :meth:`delete`; :meth:`load` is derived from :meth:`rows`.
+    :meth:`delete`, and :meth:`append_if_absent` for a store that takes decisions
+    (approvals); :meth:`load` is derived from :meth:`rows`.
     """
 
     @abstractmethod

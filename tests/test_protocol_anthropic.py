@@ -263,7 +263,12 @@ RECORDED: list[tuple[str, dict[str, Any]]] = [
             "category": "refusal",
             "text": "Here's a summary of this year's solar eclipses and how",
             "usage": (28, 106),
-            "detail": {"fallback_credit_token": "tok_synthetic_fixture_a"},
+            "detail": {  # fields zett does not read: kept, under their own key
+                "stop_details": {
+                    "fallback_credit_token": "tok_synthetic_fixture_a",
+                    "fallback_has_prefill_claim": True,
+                }
+            },
         },
     ),
     (
@@ -275,7 +280,12 @@ RECORDED: list[tuple[str, dict[str, Any]]] = [
             "text": "Hi",
             "reasoning_start": "Simple educational question",
             "usage": (28, 106),
-            "detail": {"fallback_credit_token": "tok_synthetic_fixture_a"},
+            "detail": {  # fields zett does not read: kept, under their own key
+                "stop_details": {
+                    "fallback_credit_token": "tok_synthetic_fixture_a",
+                    "fallback_has_prefill_claim": True,
+                }
+            },
         },
     ),
     (
@@ -357,7 +367,7 @@ async def test_recording_refusal_after_server_tool_keeps_provider_blocks() -> No
     blocks = response.provider_record["content"]
     assert [b["type"] for b in blocks] == ["server_tool_use", "web_search_tool_result", "text"]
     assert blocks[0]["input"] == {"query": "solar eclipse viewing safety news 2026"}
-    assert response.stop_info.detail["fallback_has_prefill_claim"] is True
+    assert response.stop_info.detail["stop_details"]["fallback_has_prefill_claim"] is True
 
 
 async def test_recording_thinking_signature_in_record() -> None:

@@ -478,7 +478,10 @@ class AnthropicDecoder(Decoder):
 
     def _map_stop(self, raw: str) -> StopInfo:
         details = self._stop_details if isinstance(self._stop_details, dict) else {}
-        detail = {k: v for k, v in details.items() if k not in _STOP_DETAIL_FIELDS}
+        extra = {k: v for k, v in details.items() if k not in _STOP_DETAIL_FIELDS}
+        # fields zett does not read are kept under one key of their own, so the
+        # provider can never set a key the runtime writes (withheld_tool_calls, marker...)
+        detail: dict[str, Any] = {"stop_details": extra} if extra else {}
         if self._stop_sequence is not None:
             detail["stop_sequence"] = self._stop_sequence
         return stop(

@@ -151,3 +151,33 @@ def test_a_stored_url_keeps_no_password_and_settings_round_trip() -> None:
     settings = RunSettings("openai:gpt-x", ("get_weather",), ("npx s",), ("all",))
     assert entry_from_dict(entry_to_dict(settings)) == settings
     assert entry_to_dict(settings)["role"] == "run_settings"
+
+
+def test_remembered_settings_fill_only_what_the_command_line_left_out() -> None:
+    import io
+
+    from rich.console import Console
+
+    from zett_agent.cli.remembered import with_remembered
+    from zett_agent.cli.run import RunOptions
+    from zett_agent.demo_tools import select_demo_tools
+
+    out = io.StringIO()
+    err = Console(file=out, width=300)
+    stored = RunSettings("anthropic:claude-x", ("get_time",), ("npx srv",), ("all",))
+    options = RunOptions(prompt=None, model=None, tools=select_demo_tools("demo"))
+    kept = with_remembered(options, stored, frozenset(), None, "llamacpp:smollm2", err)
+    assert (kept.model, [t.__name__ for t in kept.tools], kept.mcp, kept.require_approval) == (
+        "anthropic:claude-x", ["get_time"], ("npx srv",), ("all",),
+    )  # fmt: skip
+    given = with_remembered(
+        RunOptions(prompt=None, model="openai:o", mcp=()), stored,
+        frozenset({"model", "mcp"}), None, "llamacpp:smollm2", err,
+    )  # fmt: skip
+    assert (given.model, given.mcp) == ("openai:o", ())
+    fresh = with_remembered(options, None, frozenset(), None, "llamacpp:smollm2", err)
+    assert fresh.model == "llamacpp:smollm2" and fresh.mcp == ()
+    foreign = RunSettings("openai:o", ("send_invoice",))
+    odd = with_remembered(options, foreign, frozenset(), None, "llamacpp:smollm2", err)
+    assert [t.__name__ for t in odd.tools] == [t.__name__ for t in select_demo_tools("demo")]
+    assert "tools zett does not have (send_invoice)" in out.getvalue()

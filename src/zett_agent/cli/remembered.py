@@ -107,7 +107,14 @@ def with_remembered(
         changes["model"] = environment_model or default_model
     if stored is not None:
         if "tools" not in explicit:
-            changes["tools"] = select_demo_tools(",".join(stored.tools) or "none")
+            try:
+                changes["tools"] = select_demo_tools(",".join(stored.tools) or "none")
+            except ValueError:  # tools zett does not know (a host's own client)
+                err.print(
+                    f"the session ran with tools zett does not have ({', '.join(stored.tools)}):"
+                    " offering those of --tools",
+                    style="yellow", markup=False, highlight=False, soft_wrap=True,
+                )  # fmt: skip
         if "mcp" not in explicit:
             changes["mcp"] = stored.mcp
         if "require_approval" not in explicit:

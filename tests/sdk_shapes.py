@@ -72,9 +72,21 @@ def gemini_params(body: dict[str, Any]) -> None:
         types.ToolConfig.model_validate(body["toolConfig"])
 
 
+def ollama_params(body: dict[str, Any]) -> None:
+    """Ollama /api/chat bodies through the ollama SDK's own request model
+    (``ollama._types.ChatRequest``, a pydantic model: its fields, ``format`` a JSON
+    schema or ``"json"``); its top-level keys must all be ones it declares."""
+    from ollama._types import ChatRequest
+
+    unknown = set(body) - set(ChatRequest.model_fields)
+    assert not unknown, f"keys the SDK does not declare: {sorted(unknown)}"
+    ChatRequest.model_validate(body)
+
+
 CHECKS = {
     "anthropic": anthropic_params,
     "openai-chat": openai_chat_params,
     "openai-responses": openai_responses_params,
     "gemini": gemini_params,
+    "ollama": ollama_params,
 }

@@ -37,6 +37,8 @@ PUBLIC = [
     "ModelAttempt",
     "ModelClient",
     "OutputLimitRecovery",
+    "OutputRetry",
+    "OutputValidationError",
     "ProviderError",
     "ProviderHTTPError",
     "RateLimitError",
@@ -67,6 +69,7 @@ PUBLIC = [
     "UserMessage",
     "ZettError",
     "create_agent",
+    "create_agent_sync",
     "resolve_model",
 ]
 
@@ -120,5 +123,12 @@ def test_the_loop_names_stay_importable_from_agent() -> None:
     assert AgentRunConfig is zett_agent.AgentRunConfig
     assert create_agent is zett_agent.create_agent
     assert Step is LoopStep
-    assert {step.value for step in Step} == {"run_tools", "continue", "complete", "end", "retry"}
+    assert {step.value for step in Step} == {
+        "run_tools",
+        "continue",
+        "complete",
+        "end",
+        "retry",
+        "retry_output",
+    }
     assert MAX_TURNS_RAW == "max_turns"

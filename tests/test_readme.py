@@ -30,6 +30,8 @@ FRAGMENTS = {
     "(tests/test_fallback_and_rate_limits.py runs chains over recorded traffic)",
     "ServerTool.web_search(max_uses=3)": "a configuration excerpt "
     "(tests/test_request_settings.py, tests/test_server_tool_answers.py)",
+    'create_agent_sync("llamacpp:smollm2"': "runs on the local model: "
+    "tests/test_structured_local.py runs it as written (slow set)",
 }
 """Blocks that are excerpts, not programs (a marker in the block -> why)."""
 SNIPPETS = [b for b in BLOCKS if not any(marker in b for marker in FRAGMENTS)]

@@ -11,13 +11,14 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from zett_agent.agent import Agent, AgentRunConfig, create_agent
+    from zett_agent.agent import Agent, AgentRunConfig, create_agent, create_agent_sync
     from zett_agent.background import BackgroundTask, BackgroundTasks, TaskStatus
     from zett_agent.client import AgentClient
     from zett_agent.errors import (
         ConfigError,
         ContextOverflowError,
         DecodeError,
+        OutputValidationError,
         ProviderError,
         ProviderHTTPError,
         RateLimitError,
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
         UserMessage,
     )
     from zett_agent.models import Model, ModelClient, resolve_model
+    from zett_agent.output import OutputRetry
     from zett_agent.recovery import (
         ContinueWith,
         EndRun,
@@ -94,6 +96,8 @@ _EXPORTS: dict[str, str] = {
     "ModelAttempt": "zett_agent.messages",
     "ModelClient": "zett_agent.models",
     "OutputLimitRecovery": "zett_agent.extensions.output_limit",
+    "OutputRetry": "zett_agent.output",
+    "OutputValidationError": "zett_agent.errors",
     "ProviderError": "zett_agent.errors",
     "ProviderHTTPError": "zett_agent.errors",
     "RateLimitError": "zett_agent.errors",
@@ -124,6 +128,7 @@ _EXPORTS: dict[str, str] = {
     "UserMessage": "zett_agent.messages",
     "ZettError": "zett_agent.errors",
     "create_agent": "zett_agent.agent",
+    "create_agent_sync": "zett_agent.agent",
     "resolve_model": "zett_agent.models",
 }
 
@@ -158,6 +163,8 @@ __all__ = [
     "ModelAttempt",
     "ModelClient",
     "OutputLimitRecovery",
+    "OutputRetry",
+    "OutputValidationError",
     "ProviderError",
     "ProviderHTTPError",
     "RateLimitError",
@@ -188,6 +195,7 @@ __all__ = [
     "UserMessage",
     "ZettError",
     "create_agent",
+    "create_agent_sync",
     "resolve_model",
 ]
 

@@ -50,6 +50,15 @@ the loop performs and records on the stored answer's stop
 never works around a stop by itself. Answers a retry superseded stay in history
 and are never sent again.
 
+Typed results (``output_type=`` on :func:`create_agent` or per run): the answer
+is asked for in the provider's native structured mode or with a forced output
+tool, and judged after the stop: an abnormal stop ends the run as above, with
+nothing validated and no retry; only an answer that ended normally and fails
+validation is retried with the errors sent back, up to
+``AgentRunConfig.output_retries``, then
+:class:`~zett_agent.errors.OutputValidationError` (:mod:`zett_agent.structured`).
+The value is ``message.output`` and ``RUN_COMPLETED.output``.
+
 Guards: ``max_turns`` model calls per run (the run then completes with
 ``stop.raw == "max_turns"``; retries count), the model's idle timeout, stop hooks
 (extensions' ``on_complete``). One structured log record per model call goes to
@@ -65,7 +74,7 @@ are kept by :mod:`zett_agent.conversation`, its recoveries by
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -77,7 +86,10 @@ from zett_agent.extensions import Extension
 from zett_agent.loop import MAX_TURNS_RAW, Step, _Run
 from zett_agent.messages import AssistantMessage, Message
 from zett_agent.models import ModelClient, resolve_model
-from zett_agent.resume import CONTINUE_PROMPT, plan_resume
+from zett_agent.output import OutputMode, output_type_of
+from zett_agent.resume import CONTINUE_PROMPT, ResumePlan, plan_resume
+from zett_agent.structured import DEFAULT_OUTPUT_RETRIES, OutputValidator, StructuredRun
+from zett_agent.sync import iterate_sync, run_sync
 from zett_agent.tools.approvals import (
     ApprovalPolicy,
     ApprovalRequest,
@@ -95,7 +107,7 @@ from zett_agent.tools.gate import (
 from zett_agent.tools.outcomes import ToolJournal
 from zett_agent.vendors import ServerTool
 
-__all__ = ["MAX_TURNS_RAW", "Agent", "AgentRunConfig", "Step", "create_agent"]
+__all__ = ["MAX_TURNS_RAW", "Agent", "AgentRunConfig", "Step", "create_agent", "create_agent_sync"]
 
 _E = AgentEventType
 
@@ -155,6 +167,16 @@ class AgentRunConfig:
             price is a ConfigError before anything is sent. Implies ``cost``.
         max_total_tokens: end the run once its calls used this many input plus
             output tokens (``stop.raw == "max_total_tokens"``).
+        output_mode: how a typed result (``output_type``) is asked for:
+            ``"auto"`` (the vendor row's native mode, else a forced output tool),
+            ``"native"`` (a ConfigError on a row without one) or ``"tool"``.
+        output_retries: retries of an answer that ended normally and failed
+            validation (each is a model call and counts against ``max_turns``);
+            then :class:`~zett_agent.errors.OutputValidationError`.
+        output_validators: host functions given the validated value, run after
+            the schema, in order: each returns the value to keep (None: as it
+            is) or raises :class:`~zett_agent.output.OutputRetry` to have the
+            answer retried with its message (may be ``async``).
     """
 
     name: str = "agent"
@@ -180,13 +202,19 @@ class AgentRunConfig:
     cost: bool = False
     max_cost: float | None = None
     max_total_tokens: int | None = None
+    output_mode: OutputMode = "auto"
+    output_retries: int = DEFAULT_OUTPUT_RETRIES
+    output_validators: Sequence[OutputValidator] = ()
 
 
 class Agent:
     """Runs a model with tools. Make one with :func:`create_agent`.
 
     ``messages`` is the conversation so far: each :meth:`run` / :meth:`stream`
-    continues it unless given ``history=``.
+    continues it unless given ``history=``. ``output_type``: the type of every
+    run's final answer (a pydantic model, dataclass, TypedDict, scalar,
+    ``list[...]``, union, or a JSON schema dict; :mod:`zett_agent.output`), None
+    for text; a run's own ``output_type=`` wins.
     """
 
     max_pause_continuations: int = 5
@@ -201,9 +229,12 @@ class Agent:
         config: AgentRunConfig | None = None,
         tools: Sequence[Callable[..., Any] | Tool] = (),
         extensions: Sequence[Extension] = (),
+        *,
+        output_type: Any = None,
     ) -> None:
         self.model = model
         self.config = config or AgentRunConfig()
+        self.output_type = None if output_type is None else output_type_of(output_type)
         self.tools = {tool.name: tool for tool in map(_tool, tools)}
         self.extensions = list(extensions)
         self.messages: list[Message] = []
@@ -220,12 +251,43 @@ class Agent:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
+    # ------------------------------------------------------------ the sync API
+
+    def run_sync(self, prompt: str | None, **options: Any) -> AssistantMessage:
+        """:meth:`run` for code without an event loop (or inside one it must not
+        block on, a notebook's): run on the process's private loop thread
+        (:mod:`zett_agent.sync`); the same result, stops and exceptions. Ctrl-C
+        cancels the run (the answer so far stored as INTERRUPTED) and raises
+        ``KeyboardInterrupt``."""
+        return run_sync(lambda: self.run(prompt, **options))
+
+    def stream_sync(self, prompt: str | None, **options: Any) -> Iterator[AgentEvent]:
+        """:meth:`stream` as a plain iterator of the same events (on the private
+        loop thread); leaving it early closes the run as closing the async stream
+        does."""
+        return iterate_sync(lambda: self.stream(prompt, **options))
+
+    def resume_sync(self, **options: Any) -> AssistantMessage:
+        """:meth:`resume` on the private loop thread."""
+        return run_sync(lambda: self.resume(**options))
+
+    def close_sync(self) -> None:
+        """:meth:`aclose` on the private loop thread (where the sync calls ran)."""
+        run_sync(self.aclose)
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close_sync()
+
     async def run(
         self,
         prompt: str | None,
         *,
         history: Sequence[Message] | None = None,
         dispatcher: AgentEventDispatcher | None = None,
+        output_type: Any = None,
     ) -> AssistantMessage:
         """Run to the end and return the final assistant message.
 
@@ -233,9 +295,13 @@ class Agent:
         ``message.stop`` or call ``message.raise_for_stop()``. Raises
         :class:`~zett_agent.errors.ProviderError` /
         :class:`~zett_agent.errors.TransportError` when a call fails with no
-        output after its retries.
+        output after its retries. With an ``output_type`` (here or the agent's),
+        the typed value is ``message.output``; an answer that ended normally and
+        stayed invalid after its retries raises
+        :class:`~zett_agent.errors.OutputValidationError`.
         """
-        return await final_message(self.stream(prompt, history=history), dispatcher)
+        events = self.stream(prompt, history=history, output_type=output_type)
+        return await final_message(events, dispatcher)
 
     async def stream(
         self,
@@ -245,6 +311,7 @@ class Agent:
         on_message: Callable[[Message], Any] | None = None,
         run_id: str | None = None,
         journal: ToolJournal | None = None,
+        output_type: Any = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run and yield :class:`~zett_agent.events.AgentEvent` values as they happen.
 
@@ -263,7 +330,10 @@ class Agent:
         if history is None:
             self._check_no_pending()
         messages = list(self.messages if history is None else history)
-        run = _Run(self, messages, on_message, run_id=run_id, journal=journal)
+        structured = self._structured(output_type)
+        run = _Run(
+            self, messages, on_message, run_id=run_id, journal=journal, structured=structured
+        )
         # the loop's events are yielded from here, not through another generator
         # (one hop per chunk less); aclosing: closing this generator closes
         # run.events() at once, so a cancelled model call is stored before the
@@ -282,15 +352,18 @@ class Agent:
         *,
         history: Sequence[Message] | None = None,
         dispatcher: AgentEventDispatcher | None = None,
+        output_type: Any = None,
     ) -> AssistantMessage:
         """Continue the conversation (``messages``, or ``history``) whose last answer
-        was cut off, and return the final assistant message.
+        was cut off, and return the final assistant message (a structured answer
+        cut at MAX_OUTPUT is validated joined to its continuation).
 
         How it continues is in :func:`plan_resume`. Raises
         :class:`~zett_agent.errors.ResumeError` when there is nothing to resume or
         the last answer was a REFUSAL or CONTEXT_FULL; otherwise as :meth:`run`.
         """
-        return await final_message(self.resume_stream(history=history), dispatcher)
+        events = self.resume_stream(history=history, output_type=output_type)
+        return await final_message(events, dispatcher)
 
     async def resume_stream(
         self,
@@ -299,6 +372,7 @@ class Agent:
         on_message: Callable[[Message], Any] | None = None,
         on_replace: Callable[[int, Message], Any] | None = None,
         journal: ToolJournal | None = None,
+        output_type: Any = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """:meth:`resume`, yielding events as :meth:`stream` does.
 
@@ -315,7 +389,16 @@ class Agent:
             self._check_no_pending()
         messages = list(self.messages if history is None else history)
         plan = plan_resume(messages, self.model, self.continue_prompt)
-        run = _Run(self, messages, on_message, on_replace=on_replace, plan=plan, journal=journal)
+        structured = self._structured(output_type, _continued_text(messages, plan))
+        run = _Run(
+            self,
+            messages,
+            on_message,
+            on_replace=on_replace,
+            plan=plan,
+            journal=journal,
+            structured=structured,
+        )
         try:  # as in stream()
             async with aclosing(run.events(plan.prompt)) as events:
                 async for event in events:
@@ -370,6 +453,7 @@ class Agent:
             decided=(request, dict(decisions)),
             journal=journal,
             run_id=run_id,
+            structured=self._structured(None),
         )
         if history is None:
             self.pending_approval = None
@@ -381,6 +465,20 @@ class Agent:
             if history is None:
                 self.messages = run.conversation.messages
                 self.pending_approval = run.pending
+
+    def _structured(self, output_type: Any, prefix: str = "") -> StructuredRun | None:
+        """A run's structured output: ``output_type``, else the agent's; None for text."""
+        chosen = self.output_type if output_type is None else output_type_of(output_type)
+        if chosen is None:
+            return None
+        config = self.config
+        return StructuredRun(
+            chosen,
+            mode=config.output_mode,
+            retries=config.output_retries,
+            validators=tuple(config.output_validators),
+            prefix=prefix,
+        )
 
     def _check_no_pending(self) -> None:
         if self.pending_approval is not None:
@@ -397,6 +495,7 @@ async def create_agent(
     *,
     tools: Sequence[Callable[..., Any] | Tool] = (),
     extensions: Sequence[Extension] = (),
+    output_type: Any = None,
     **model_options: Any,
 ) -> Agent:
     """Make an :class:`Agent`.
@@ -404,11 +503,33 @@ async def create_agent(
     ``model`` is a model object or ``"provider:model-name"``
     (``"anthropic:claude-sonnet-4-5"``, ``"openrouter:google/gemini-2.5-flash"``);
     ``model_options`` (``base_url=``, ``api_key=``, ``idle_timeout=``...) go to
-    :class:`~zett_agent.models.Model` when a string is given. Raises
-    :class:`~zett_agent.errors.ConfigError` for an unknown provider or a missing key.
+    :class:`~zett_agent.models.Model` when a string is given. ``output_type``:
+    the type of the runs' final answers (see :class:`Agent`). Raises
+    :class:`~zett_agent.errors.ConfigError` for an unknown provider or a missing
+    key, or an ``output_type`` pydantic cannot make a JSON schema of.
     """
     resolved = resolve_model(model, **model_options) if isinstance(model, str) else model
-    return Agent(resolved, config, tools, extensions)
+    return Agent(resolved, config, tools, extensions, output_type=output_type)
+
+
+def create_agent_sync(
+    model: ModelClient | str,
+    config: AgentRunConfig | None = None,
+    **options: Any,
+) -> Agent:
+    """:func:`create_agent` for code without an event loop; the agent is made on
+    the private loop thread its ``*_sync`` calls run on (:mod:`zett_agent.sync`).
+    ``with create_agent_sync(...) as agent:`` closes it at the end."""
+    return run_sync(lambda: create_agent(model, config, **options))
+
+
+def _continued_text(messages: Sequence[Message], plan: ResumePlan) -> str:
+    """The cut-off text a continuation turn asks the model to go on from (a resume
+    without a prefill), which a structured answer is validated joined to."""
+    if plan.prompt is None or not messages:
+        return ""
+    last = messages[-1]
+    return last.text if isinstance(last, AssistantMessage) else ""
 
 
 def _tool(function: Callable[..., Any] | Tool) -> Tool:

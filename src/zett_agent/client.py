@@ -39,9 +39,10 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
 from contextlib import aclosing, asynccontextmanager
 from functools import partial
+from typing import Any
 
 import anyio
 
@@ -49,6 +50,7 @@ from zett_agent.agent import Agent
 from zett_agent.errors import ConfigError
 from zett_agent.events import AgentEvent, AgentEventDispatcher, AgentEventType, final_message
 from zett_agent.messages import AssistantMessage, Message
+from zett_agent.output import output_type_of
 from zett_agent.records import is_record
 from zett_agent.sessions import (
     InMemorySessionStore,
@@ -61,6 +63,7 @@ from zett_agent.sessions import (
 from zett_agent.sessions.base import check_session_id, messages_of
 from zett_agent.sessions.decisions import take_decision, waiting_request
 from zett_agent.sessions.journal import SessionJournal
+from zett_agent.sync import iterate_sync, run_sync
 from zett_agent.tools.approvals import (
     ApprovalConflictError,
     ApprovalDecision,
@@ -143,16 +146,47 @@ class AgentClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
+    # ------------------------------------------------------------ the sync API
+
+    def run_sync(self, prompt: str | None, **options: Any) -> AssistantMessage:
+        """:meth:`run` on the process's private loop thread (:mod:`zett_agent.sync`):
+        for scripts and notebooks; Ctrl-C cancels the run (the answer so far is
+        stored as INTERRUPTED) and raises ``KeyboardInterrupt``."""
+        return run_sync(lambda: self.run(prompt, **options))
+
+    def stream_sync(self, prompt: str | None, **options: Any) -> Iterator[AgentEvent]:
+        """:meth:`stream` as a plain iterator of the same events."""
+        return iterate_sync(lambda: self.stream(prompt, **options))
+
+    def resume_sync(self, session_id: str | None = None, **options: Any) -> AssistantMessage:
+        """:meth:`resume` on the private loop thread."""
+        return run_sync(lambda: self.resume(session_id, **options))
+
+    def messages_sync(self, session_id: str | None = None, **options: Any) -> list[Message]:
+        """:meth:`messages` on the private loop thread."""
+        return run_sync(lambda: self.messages(session_id, **options))
+
+    def close_sync(self) -> None:
+        """:meth:`aclose` on the private loop thread."""
+        run_sync(self.aclose)
+
+    def __enter__(self) -> AgentClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close_sync()
+
     # ------------------------------------------------------------ running
 
     async def stream(
-        self, prompt: str | None, *, session_id: str | None = None
+        self, prompt: str | None, *, session_id: str | None = None, output_type: Any = None
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run ``prompt`` in the session and yield its events.
 
         ``prompt`` None answers the session as it is. Close the generator (use
         ``contextlib.aclosing``) when leaving early: that cancels the run and stores
-        the text received so far.
+        the text received so far. ``output_type``: this run's typed result (else
+        the agent's); its JSON form is stored with the answer.
         """
         sid = self._sid(session_id)
         async with self._session(sid) as rows:
@@ -163,6 +197,7 @@ class AgentClient:
                 history=messages_of(rows),
                 on_message=append,
                 journal=SessionJournal(self.store, sid, rows),
+                output_type=output_type,
             )
             async with aclosing(events):
                 async for event in events:
@@ -175,13 +210,15 @@ class AgentClient:
         *,
         session_id: str | None = None,
         dispatcher: AgentEventDispatcher | None = None,
+        output_type: Any = None,
     ) -> AssistantMessage:
         """Run ``prompt`` in the session to the end; return the final assistant message.
 
         As :meth:`Agent.run <zett_agent.agent.Agent.run>`: an abnormal stop is on
         ``message.stop``, never raised.
         """
-        return await final_message(self.stream(prompt, session_id=session_id), dispatcher)
+        events = self.stream(prompt, session_id=session_id, output_type=output_type)
+        return await final_message(events, dispatcher)
 
     async def resume_stream(
         self, session_id: str | None = None
@@ -314,9 +351,23 @@ class AgentClient:
 
     # ------------------------------------------------------------ sessions
 
-    async def messages(self, session_id: str | None = None) -> list[Message]:
-        """The session's conversation as stored."""
-        return await self.store.load(self._sid(session_id))
+    async def messages(
+        self, session_id: str | None = None, *, output_type: Any = None
+    ) -> list[Message]:
+        """The session's conversation as stored. With ``output_type`` (a type as
+        ``create_agent`` takes it), each stored typed result (``message.output``,
+        JSON) is validated again into that type; a stored value that no longer
+        fits raises pydantic's ``ValidationError``."""
+        messages = await self.store.load(self._sid(session_id))
+        if output_type is None:
+            return messages
+        typed = output_type_of(output_type)
+        return [
+            m.replace(output=typed.load(m.output))
+            if isinstance(m, AssistantMessage) and m.output is not None
+            else m
+            for m in messages
+        ]
 
     async def sessions(self) -> list[SessionInfo]:
         """The stored sessions, most recently written first."""

@@ -17,6 +17,7 @@
      ├── DecodeError          a body that no decoder can read (e.g. ``zett inspect``)
      ├── ResumeError          a session or history whose last answer cannot be resumed
      ├── SessionStoreError    a stored session that cannot be read or written as asked
+     ├── OutputValidationError  a structured answer failed validation after its retries
      ├── PendingApprovalError tool calls wait for a decision (zett_agent.approvals)
      └── ApprovalConflictError  the calls were decided already: this decision lost
 
@@ -27,6 +28,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
@@ -34,6 +36,8 @@ __all__ = [
     "ConfigError",
     "ContextOverflowError",
     "DecodeError",
+    "OutputAttempt",
+    "OutputValidationError",
     "PoolTimeoutError",
     "ProviderError",
     "ProviderHTTPError",
@@ -73,6 +77,38 @@ class ZettError(Exception):
 
 class ConfigError(ZettError):
     """The configuration cannot work: unknown provider, missing key, bad model string."""
+
+
+@dataclass(frozen=True)
+class OutputAttempt:
+    """One answer of a structured run that failed validation: ``text`` is what was
+    validated (the answer's text, or the output tool call's arguments), ``errors``
+    what was sent back (one line per problem)."""
+
+    text: str
+    errors: str
+
+
+class OutputValidationError(ZettError):
+    """A structured run's answer ended normally and failed validation (the schema,
+    or an output validator), and its ``output_retries`` are used up.
+
+    ``attempts`` holds every failed answer's text and errors, in order (the first
+    answer and each retry, :class:`OutputAttempt`); ``message`` is the last answer
+    (stored, like the attempts before it). Never raised for an answer that stopped
+    abnormally (MAX_OUTPUT, REFUSAL, CONTEXT_FULL, INTERRUPTED): the stop is
+    reported instead. ``zett run`` exits 1.
+    """
+
+    def __init__(self, attempts: tuple[OutputAttempt, ...], message: Any = None) -> None:
+        count = len(attempts)
+        last = attempts[-1].errors if attempts else ""
+        super().__init__(
+            f"the structured answer failed validation {count} time"
+            f"{'s' if count != 1 else ''}; last errors:\n{last}"
+        )
+        self.attempts = attempts
+        self.message = message
 
 
 class DecodeError(ZettError):

@@ -3,8 +3,8 @@
 Order for one run::
 
     RUN_STARTED
-    ( MODEL_STARTED (TEXT_DELTA | REASONING_DELTA | TOOL_CALL_DELTA)*
-      MODEL_COMPLETED [MODEL_STOPPED]
+    ( MODEL_STARTED (TEXT_DELTA | REASONING_DELTA | TOOL_CALL_DELTA | PARTIAL_OUTPUT)*
+      MODEL_COMPLETED [MODEL_STOPPED] [OUTPUT_INVALID]
       TOOL_CALL_STARTED* TOOL_CALL_COMPLETED* TOOL_APPROVAL_REQUESTED* )*
     [MAX_TURNS_REACHED]
     RUN_COMPLETED | RUN_FAILED
@@ -17,6 +17,13 @@ COMPLETED one by one in the model's order. Calls that wait for a person's
 approval are not started: each gets TOOL_APPROVAL_REQUESTED after the others
 completed, and the run ends with RUN_COMPLETED whose ``approval`` holds them
 (:mod:`zett_agent.approvals`).
+
+A structured run (``output_type``, :mod:`zett_agent.structured`) adds
+PARTIAL_OUTPUT while the final answer streams (``event.output``: the value so
+far, validated leniently; sent only when it changed), OUTPUT_INVALID after an
+answer that failed validation (``event.text``: the errors sent back; a retry
+follows, or RUN_FAILED with an :class:`~zett_agent.errors.OutputValidationError`),
+and the typed value on RUN_COMPLETED (``event.output``, also ``message.output``).
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ from contextlib import aclosing
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
+
+from pydantic_core import to_jsonable_python
 
 from zett_agent._await import maybe_await as _maybe_await
 from zett_agent.messages import (
@@ -59,8 +68,10 @@ class AgentEventType(StrEnum):
     TEXT_DELTA = "text_delta"
     REASONING_DELTA = "reasoning_delta"
     TOOL_CALL_DELTA = "tool_call_delta"
+    PARTIAL_OUTPUT = "partial_output"
     MODEL_COMPLETED = "model_completed"
     MODEL_STOPPED = "model_stopped"
+    OUTPUT_INVALID = "output_invalid"
     TOOL_CALL_STARTED = "tool_call_started"
     TOOL_CALL_COMPLETED = "tool_call_completed"
     TOOL_APPROVAL_REQUESTED = "tool_approval_requested"
@@ -94,6 +105,9 @@ class AgentEvent:
             run that ended for that, and each TOOL_APPROVAL_REQUESTED; None
             otherwise): the run-level outcome "awaiting approval", apart from why
             the model stopped.
+        usage, cost: the run's token counts and cost (RUN_COMPLETED).
+        output: a structured run's typed value (RUN_COMPLETED), or the value so
+            far (PARTIAL_OUTPUT); None otherwise.
     """
 
     type: AgentEventType
@@ -108,6 +122,7 @@ class AgentEvent:
     approval: ApprovalRequest | None = None
     usage: Usage | None = None
     cost: Cost | None = None
+    output: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-compatible record of this event (fields that are None left out)."""
@@ -144,6 +159,8 @@ class AgentEvent:
             record["usage"] = {**asdict(self.usage), "total_tokens": self.usage.total_tokens}
         if self.cost is not None:
             record["cost"] = {"usd": self.cost.usd, "unknown": self.cost.unknown}
+        if self.output is not None:
+            record["output"] = to_jsonable_python(self.output)
         return record
 
 

@@ -11,11 +11,18 @@ few named steps, until a step ends the run or ``max_turns`` is reached:
 ``_settle``         ``_decide`` the :class:`Step` (a ``match`` over the closed
                     :class:`~zett_agent.stop.StopReason` set: the decision table
                     of :mod:`zett_agent.agent`), then let an extension recover
-``_store_answer``   ``after_model`` hooks, store the answer, log the step;
+``_store_answer``   ``after_model`` hooks, a structured run's verdict (the typed
+                    value stored on the answer), store it, log the step;
                     MODEL_COMPLETED (and MODEL_STOPPED for an abnormal stop)
-``match step``      RUN_TOOLS, CONTINUE, RETRY: another turn; COMPLETE: end
-                    unless a stop hook vetoes; END: end
+``match step``      RUN_TOOLS, CONTINUE, RETRY, RETRY_OUTPUT: another turn;
+                    COMPLETE: end unless a stop hook vetoes; END: end
 ==================  ==========================================================
+
+A structured run (``output_type``) judges each answer before it is stored
+(:meth:`~zett_agent.structured.StructuredRun.judge`; the stop decides first) and the
+verdict can change the step: ACCEPTED completes, STOPPED ends, RETRY sends the
+errors back (RETRY_OUTPUT), FAILED raises
+:class:`~zett_agent.errors.OutputValidationError` (:mod:`zett_agent.structured`).
 
 The run's pieces: its messages are a :class:`~zett_agent.conversation.Conversation`,
 its recoveries a :class:`~zett_agent.recovery.RunRecoveries`, and its tool calls
@@ -66,6 +73,7 @@ from zett_agent.recovery import (
 )
 from zett_agent.resume import PartialAnswer, ResumePlan, is_cancellation, prefill_rejected
 from zett_agent.stop import StopInfo, StopReason
+from zett_agent.structured import Outcome, PartialOutputs, StructuredRun, Verdict
 from zett_agent.telemetry import Telemetry, log_step
 from zett_agent.tools.approvals import ApprovalRequest, Decision, decided_results
 from zett_agent.tools.definition import is_idempotent
@@ -90,10 +98,20 @@ class Step(Enum):
     COMPLETE = "complete"  # normal end, stop hooks may veto
     END = "end"  # abnormal end: refusal, interruption, context full, ...
     RETRY = "retry"  # a recovery: send its request next
+    RETRY_OUTPUT = "retry_output"  # structured: the validation errors go back, ask again
 
 
 # the step after a recovery was performed
 _STEP_AFTER: dict[Action, Step] = {"retry": Step.RETRY, "continue": Step.CONTINUE, "end": Step.END}
+
+# the step after a structured run's verdict (None: the step the stop decided)
+_STEP_FOR: dict[Outcome, Step | None] = {
+    Outcome.NOT_FINAL: None,
+    Outcome.STOPPED: Step.END,
+    Outcome.ACCEPTED: Step.COMPLETE,
+    Outcome.RETRY: Step.RETRY_OUTPUT,
+    Outcome.FAILED: Step.END,
+}
 
 
 @dataclass
@@ -124,8 +142,11 @@ class _Run:
         decided: tuple[ApprovalRequest, Mapping[str, Decision]] | None = None,
         run_id: str | None = None,
         journal: ToolJournal | None = None,
+        structured: StructuredRun | None = None,
     ) -> None:
         self.agent = agent
+        self.structured = structured  # output_type: how answers are asked for and judged
+        self.verdict: Verdict | None = None  # the last answer's, when structured
         self.decided = decided  # approvals: run these decisions before the first model call
         self.pending: ApprovalRequest | None = None  # the run ended waiting for approval
         self.config = agent.config
@@ -207,12 +228,23 @@ class _Run:
                     self._log_step(call, response)  # a failed call is a step too
                     yield self.event(_E.RUN_FAILED, error=call.error)
                     raise call.error
-                answer = await self._store_answer(call, response)
+                answer = await self._store_answer(call, response, judged=recovery is None)
                 final = self.recoveries.final(answer, recovery, final)
                 yield self.event(_E.MODEL_COMPLETED, message=answer)
                 stopped = answer.stop is not None and not answer.stop.ok  # abnormal only (seed)
                 if stopped and (step is not Step.CONTINUE or recovery is not None):
                     yield self.event(_E.MODEL_STOPPED, stop=answer.stop, message=answer)
+                verdict, self.verdict = self.verdict, None
+                if verdict is not None:
+                    step = _STEP_FOR[verdict.outcome] or step
+                    if verdict.errors and verdict.outcome is not Outcome.STOPPED:
+                        yield self.event(_E.OUTPUT_INVALID, text=verdict.errors, message=answer)
+                    if verdict.error is not None:
+                        yield self.event(_E.RUN_FAILED, error=verdict.error)
+                        raise verdict.error
+                    if verdict.outcome is Outcome.ACCEPTED:
+                        for message in verdict.messages:  # the output call's result
+                            await self.conversation.add(message)
 
                 match step:
                     case Step.RUN_TOOLS:
@@ -225,6 +257,15 @@ class _Run:
                             await self.conversation.add(message)
                     case Step.RETRY:
                         pass  # the recovery's request is sent next
+                    case Step.RETRY_OUTPUT:
+                        assert verdict is not None
+                        for message in verdict.messages:  # the errors, sent back
+                            await self.conversation.add(message)
+                        if self.screening.runnable or self.screening.answered:
+                            async for event in self._run_tools(answer):  # its other calls
+                                yield event
+                            if self.pending is not None:
+                                break
                     case Step.COMPLETE:
                         assert final is not None
                         veto = await self._stop_hook_veto(final)
@@ -253,6 +294,7 @@ class _Run:
             approval=self.pending,
             usage=self.usage,
             cost=self.budget.cost,
+            output=final.output if final else None,
         )
 
     async def _next_call(self) -> _Call:
@@ -279,6 +321,7 @@ class _Run:
         received = PartialAnswer()
         deltas = DeltaEvents(self.run_id, self.step)  # one event per chunk: the hot path
         text = received.text
+        partials = PartialOutputs(self.structured) if self.structured is not None else None
         try:
             async with aclosing(call.model.stream(call.request)) as stream:
                 async for item in stream:
@@ -287,9 +330,14 @@ class _Run:
                         yield deltas.text(item.text)
                     elif isinstance(item, ModelResponse):
                         call.response = apply_output_limit(item, call.request.max_tokens)
+                        continue
                     else:
                         received.add(item)
                         yield deltas.of(item)
+                    if partials is not None:
+                        value = partials.feed(item)
+                        if value is not None:
+                            yield self.event(_E.PARTIAL_OUTPUT, output=value)
         except Exception as exc:
             if self.conversation.prefill is not None and prefill_rejected(exc):
                 self.telemetry.end_chat(call.span, None, error=exc)
@@ -326,15 +374,27 @@ class _Run:
         self.telemetry.end_chat(call.span, response, error=call.error, recovery=acted)
         return response, step, recovery
 
-    async def _store_answer(self, call: _Call, response: ModelResponse) -> AssistantMessage:
-        """``after_model`` hooks (not for a failed call), store, count usage, log the step."""
+    async def _store_answer(
+        self, call: _Call, response: ModelResponse, *, judged: bool = True
+    ) -> AssistantMessage:
+        """``after_model`` hooks (not for a failed call), a structured run's verdict
+        (``judged``: no recovery acted on the answer), store, count usage, log."""
         if call.error is None:
             for extension in self.agent.extensions:
                 await _maybe_await(extension.after_model(response))
         response, repeated = distinct_call_ids(response)  # repeated ids: not run
         message = response.to_message(call.model.provider)
         message = self.budget.priced_answer(message, call.request.model, call.at)
-        self.screening = self.tools.screen(message, call.request, answered=repeated)
+        screened = message
+        if self.structured is not None and call.error is None and judged:
+            self.verdict = await self.structured.judge(message)
+            if self.verdict.outcome is Outcome.ACCEPTED:
+                message = message.replace(output=self.verdict.value)
+            outputs = self.structured.output_calls(message)  # never pass the gate
+            if outputs:
+                kept = tuple(c for c in message.tool_calls if c not in outputs)
+                screened = message.replace(tool_calls=kept)
+        self.screening = self.tools.screen(screened, call.request, answered=repeated)
         if self.screening.not_offered:  # the host hears of calls the request never allowed
             stop = (message.stop or response.stop_info).with_detail(
                 **{NOT_OFFERED_TOOL_CALLS: list(self.screening.not_offered)}
@@ -365,7 +425,8 @@ class _Run:
         announced after the others and left in ``self.pending``."""
         screening = self.screening
         waiting = screening.waiting
-        calls = [c for c in answer.tool_calls if c not in waiting]
+        outputs = self.structured.output_calls(answer) if self.structured is not None else []
+        calls = [c for c in answer.tool_calls if c not in waiting and c not in outputs]
         for call in calls:
             yield self.event(_E.TOOL_CALL_STARTED, tool_call=call)
         results: dict[str, ToolResultMessage] = {}
@@ -548,6 +609,8 @@ class _Run:
             prompt_cache=config.prompt_cache,
             prompt_cache_key=config.prompt_cache_key,
         )
+        if self.structured is not None:  # the output: a native format, or output tools
+            request = self.structured.prepare(request, self.model)
         for extension in self.agent.extensions:
             changed = await _maybe_await(extension.before_model(request))
             if isinstance(changed, ModelRequest):

@@ -309,6 +309,11 @@ class AssistantMessage:
             (:class:`ModelAttempt`, in order; the last one answered); else empty.
         cost: what the call cost (:class:`Cost`), when the run priced it
             (``AgentRunConfig.cost`` or a budget); None: not priced.
+        output: the typed value of a structured run's final answer
+            (``output_type``, :mod:`zett_agent.structured`); None for any other
+            answer. Stored as its JSON form: a loaded message holds that JSON,
+            made the type again by ``AgentClient.messages(..., output_type=...)``
+            or :meth:`OutputType.load <zett_agent.output.OutputType.load>`.
     """
 
     text: str = ""
@@ -321,6 +326,7 @@ class AssistantMessage:
     provider_record: Mapping[str, Any] | None = None
     attempts: tuple[ModelAttempt, ...] = ()
     cost: Cost | None = None
+    output: Any = None
 
     def raise_for_stop(self) -> AssistantMessage:
         """Return this message, or raise :class:`AgentStopError` if it did not end normally."""
@@ -388,6 +394,8 @@ def message_to_dict(message: Message) -> dict[str, Any]:
         message = message.storable()
     role = _ROLE[type(message)]
     body: dict[str, Any] = _ADAPTER[role].dump_python(message, mode="json")
+    if body.get("output") is not None:  # a typed value, in its JSON form
+        body["output"] = storable_json(body["output"])
     return {"role": role, **body}
 
 

@@ -29,10 +29,12 @@ to ``max_connections``, closed by :meth:`Model.aclose` (``Agent.aclose()`` calls
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
 import random
 import ssl
+import weakref
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import replace
 from importlib import import_module
@@ -186,14 +188,38 @@ class Model:
         self.secrets = secrets_of(self.api_key, self.extra_headers)
         self._redactor = Redactor(self.secrets)
         self._own_client = client is None
-        self._client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(backstop, connect=connect_timeout, pool=pool_timeout),
-            limits=httpx.Limits(
+        self._client_settings = (
+            httpx.Timeout(backstop, connect=connect_timeout, pool=pool_timeout),
+            httpx.Limits(
                 max_connections=max_connections,
                 max_keepalive_connections=min(20, max_connections),
             ),
-            verify=shared_ssl_context(),
         )
+        self._client = client or self._new_client()
+        self._loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+
+    def _new_client(self) -> httpx.AsyncClient:
+        timeout, limits = self._client_settings
+        return httpx.AsyncClient(timeout=timeout, limits=limits, verify=shared_ssl_context())
+
+    def _client_here(self) -> httpx.AsyncClient:
+        """The HTTP client for the running event loop: the model's own client is
+        made again when the loop it was used on has closed (an agent made under
+        ``asyncio.run`` and used later from :mod:`zett_agent.sync`'s loop), since
+        its pooled connections belong to that dead loop. A client passed in is
+        the caller's and is used as it is."""
+        if not self._own_client:
+            return self._client
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # another async backend: one loop, nothing to track
+            return self._client
+        previous = self._loop() if self._loop is not None else None
+        if previous is not loop:
+            if self._loop is not None and (previous is None or previous.is_closed()):
+                self._client = self._new_client()
+            self._loop = weakref.ref(loop)
+        return self._client
 
     @property
     def provider(self) -> str:
@@ -261,7 +287,7 @@ class Model:
                 )
                 redactor = self._redactor
                 async for item in send(
-                    self._client,
+                    self._client_here(),
                     url,
                     http_request,
                     self.headers(),

@@ -22,6 +22,8 @@ from zett_agent.stop import StopInfo, StopReason
 
 __all__ = [
     "LEVEL_BUDGETS",
+    "NATIVE_OUTPUTS",
+    "PROTOCOL_STRUCTURED_OUTPUT",
     "REASONING_LEVELS",
     "VENDORS",
     "HTTPRefusal",
@@ -30,8 +32,11 @@ __all__ = [
     "ServerTool",
     "ServerToolShape",
     "Vendor",
+    "forced_tool_allowed",
     "get_vendor",
     "match_http_refusal",
+    "output_fields",
+    "output_kind",
     "rate_limit_fields",
     "reasoning_fields",
     "server_tool_fields",
@@ -39,6 +44,18 @@ __all__ = [
 
 Protocol = Literal["anthropic", "openai-chat", "openai-responses", "gemini", "ollama"]
 Auth = Literal["bearer", "x-api-key", "x-goog-api-key", "none"]
+StructuredOutput = Literal[
+    "output_config",
+    "json_schema",
+    "json_object_schema",
+    "text_format",
+    "response_json_schema",
+    "response_schema",
+    "format",
+    "tool",
+]
+"""How a vendor row takes a structured answer: one of :data:`NATIVE_OUTPUTS`, or
+``"tool"`` (no native mode it can be trusted with: a forced output tool)."""
 
 
 @dataclass(frozen=True)
@@ -191,6 +208,7 @@ class Vendor:
     quota_errors: tuple[QuotaRule, ...] = ()
     prompt_cache_key: bool = False
     price_provider: str | None = None
+    structured_output: StructuredOutput | None = None
 
     @property
     def base_url_variable(self) -> str:
@@ -292,6 +310,43 @@ PROTOCOL_SERVER_TOOLS: Mapping[str, Mapping[str, ServerToolShape]] = MappingProx
 )
 """Each protocol's server-tool declarations, for a vendor row that gives none."""
 
+NATIVE_OUTPUTS: Mapping[str, str] = MappingProxyType(
+    {
+        # anthropic OutputConfigParam.format: JSONOutputFormatParam {type: json_schema, schema}
+        "output_config": "output_config.format = {type: json_schema, schema}",
+        # openai ResponseFormatJSONSchema {type: json_schema, json_schema: {name, schema, strict}}
+        "json_schema": "response_format = {type: json_schema, json_schema: {...}}",
+        # llama-cpp-python 0.3.36 ChatCompletionRequestResponseFormat {type: json_object,
+        # schema}: a grammar from the schema, applied only when no tool_choice is sent
+        "json_object_schema": "response_format = {type: json_object, schema}",
+        # openai ResponseFormatTextJSONSchemaConfigParam {type: json_schema, name, schema, strict}
+        "text_format": "text.format = {type: json_schema, name, schema, strict}",
+        # google-genai GenerationConfig.response_json_schema (JSON Schema as it is)
+        "response_json_schema": "generationConfig.responseJsonSchema + responseMimeType",
+        # google-genai GenerationConfig.response_schema (the OpenAPI subset, sanitized)
+        "response_schema": "generationConfig.responseSchema + responseMimeType",
+        # ollama ChatRequest.format: a JSON schema
+        "format": "format = <JSON schema>",
+    }
+)
+"""The native structured-output modes, by name: where each writes the schema."""
+
+PROTOCOL_STRUCTURED_OUTPUT: Mapping[str, StructuredOutput] = MappingProxyType(
+    {
+        "anthropic": "output_config",
+        "openai-chat": "tool",  # a Chat row says whether it takes json_schema
+        "openai-responses": "text_format",
+        "gemini": "response_json_schema",
+        "ollama": "format",
+    }
+)
+"""Each protocol's structured-output mode, for a vendor row that gives none."""
+
+PROTOCOL_NO_FORCED_TOOL_WITH_THINKING = frozenset({"anthropic"})
+"""Protocols that reject a forced tool (``tool_choice`` any or a named tool) while
+extended thinking is on (Anthropic: "Tool choice ... not supported with extended
+thinking", https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking)."""
+
 _OPENAI_RESET = ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")
 _OPENAI_QUOTA = (
     QuotaRule("error.code", frozenset({"insufficient_quota"})),
@@ -345,6 +400,8 @@ _VENDORS: list[Vendor] = [
         quota_errors=_OPENAI_QUOTA,
         prompt_cache_key=True,
         price_provider="openai",
+        # https://platform.openai.com/docs/guides/structured-outputs (strict json_schema)
+        structured_output="json_schema",
     ),
     Vendor(
         "openai-responses",
@@ -427,6 +484,8 @@ _VENDORS: list[Vendor] = [
         server_tools={"web_search": ServerToolShape("plugins", {"id": "web"})},
         reset_headers=("x-ratelimit-reset",),  # epoch milliseconds
         price_provider="openrouter",
+        # https://openrouter.ai/docs/features/structured-outputs (json_schema, strict)
+        structured_output="json_schema",
     ),
     Vendor(
         "mistral",
@@ -437,6 +496,8 @@ _VENDORS: list[Vendor] = [
         otel_name="mistral_ai",
         docs="https://docs.mistral.ai/api/#tag/chat",
         price_provider="mistral",
+        # https://docs.mistral.ai/capabilities/structured-output/custom_structured_output/
+        structured_output="json_schema",
     ),
     Vendor(
         "qwen",
@@ -489,6 +550,8 @@ _VENDORS: list[Vendor] = [
         docs="https://docs.x.ai/docs/api-reference#chat-completions",
         reasoning=ReasoningMap(_effort("reasoning_effort", ("low", "high"))),  # grok-3-mini
         price_provider="x-ai",
+        # https://docs.x.ai/docs/guides/structured-outputs (response_format json_schema)
+        structured_output="json_schema",
     ),
     Vendor(
         "llamacpp",
@@ -499,6 +562,8 @@ _VENDORS: list[Vendor] = [
         # starts llama.cpp's server when no base URL is given; handles its faults
         model_class="zett_agent.local:LocalLlamaModel",
         docs="https://llama-cpp-python.readthedocs.io/en/latest/server/",
+        # the server takes only {"type": "json_object", "schema": ...}, not json_schema
+        structured_output="json_object_schema",
     ),
     Vendor(
         "google",
@@ -524,6 +589,8 @@ _VENDORS: list[Vendor] = [
         otel_name="gcp.vertex_ai",
         docs="https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/inference",
         price_provider="google",
+        # Vertex GenerationConfig.responseSchema: the OpenAPI subset every Gemini model takes
+        structured_output="response_schema",
     ),
     # Vertex AI express mode: an API key and no project in the URL.
     Vendor(
@@ -535,6 +602,7 @@ _VENDORS: list[Vendor] = [
         otel_name="gcp.vertex_ai",
         docs="https://cloud.google.com/vertex-ai/generative-ai/docs/start/express-mode/overview",
         price_provider="google",
+        structured_output="response_schema",
     ),
     # OpenCode Zen, a gateway with one native endpoint per model family: choose the
     # protocol per model, Model("opencode-zen", name, protocol="openai-responses")
@@ -631,6 +699,72 @@ def server_tool_fields(vendor: Vendor, tool: ServerTool) -> ServerToolShape:
         target = target[part]
     target.update(tool.options)
     return ServerToolShape(shape.field, entry, shape.options_at, shape.append)
+
+
+def output_kind(vendor: Vendor) -> StructuredOutput:
+    """The row's structured-output mode: its own ``structured_output``, else its
+    protocol's (:data:`PROTOCOL_STRUCTURED_OUTPUT`), else ``"tool"``."""
+    return vendor.structured_output or PROTOCOL_STRUCTURED_OUTPUT.get(vendor.protocol, "tool")
+
+
+def forced_tool_allowed(vendor: Vendor, reasoning: str | int | None) -> bool:
+    """Whether a request to ``vendor`` may force a tool with this reasoning setting:
+    not with extended thinking on a protocol of
+    :data:`PROTOCOL_NO_FORCED_TOOL_WITH_THINKING`."""
+    thinking = reasoning is not None and reasoning != "none" and reasoning != 0
+    return not (thinking and vendor.protocol in PROTOCOL_NO_FORCED_TOOL_WITH_THINKING)
+
+
+def output_fields(
+    vendor: Vendor, name: str, schema: Mapping[str, Any], description: str = ""
+) -> dict[str, Any]:
+    """The body fields (dotted paths, merged into nested objects by
+    ``protocols.base.add_settings``) that ask ``vendor`` for an answer matching the
+    JSON ``schema`` (an object root) in its native mode, the schema made
+    acceptable to it (:mod:`zett_agent.schemas`). Raises
+    :class:`~zett_agent.errors.ConfigError` for a row without a native mode."""
+    from zett_agent.errors import ConfigError
+    from zett_agent.schemas import anthropic_output_schema, openai_strict, sanitize_schema
+
+    kind = output_kind(vendor)
+    plain = dict(schema)
+    match kind:
+        case "output_config":
+            return {
+                "output_config.format": {
+                    "type": "json_schema",
+                    "schema": anthropic_output_schema(plain),
+                }
+            }
+        case "json_schema" | "text_format":
+            strict = openai_strict(plain)
+            entry: dict[str, Any] = {"name": name[:64] or "result"}
+            if description:
+                entry["description"] = description
+            entry["schema"] = strict if strict is not None else plain
+            entry["strict"] = strict is not None
+            if kind == "json_schema":
+                return {"response_format": {"type": "json_schema", "json_schema": entry}}
+            return {"text.format": {"type": "json_schema", **entry}}
+        case "json_object_schema":
+            return {"response_format": {"type": "json_object", "schema": plain}}
+        case "response_json_schema":
+            return {
+                "generationConfig.responseMimeType": "application/json",
+                "generationConfig.responseJsonSchema": plain,
+            }
+        case "response_schema":
+            return {
+                "generationConfig.responseMimeType": "application/json",
+                "generationConfig.responseSchema": sanitize_schema(plain, "gemini"),
+            }
+        case "format":
+            return {"format": plain}
+        case "tool":
+            raise ConfigError(
+                f"{vendor.name} has no native structured output zett uses; "
+                "use output_mode='tool' (or 'auto')"
+            )
 
 
 def _deep_copy(value: Any) -> Any:

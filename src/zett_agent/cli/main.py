@@ -100,7 +100,8 @@ or SIGTERM."""
 
 _EXIT_MEANING = {
     "ok": "the model finished (or the run ended normally)",
-    "error": "an error: provider, network or configuration",
+    "error": "an error: provider, network or configuration, or an answer that stayed "
+    "invalid for --output-schema after its retry",
     "usage": "bad command line",
     "refusal": "the model or a safety system refused",
     "max_output": "the output limit cut the answer off",

@@ -14,6 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic_core import to_jsonable_python
 from rich.console import Console
 from rich.panel import Panel
 from rich.status import Status
@@ -95,6 +96,7 @@ class Printer:
         self.failed = False
         self.streamed = False  # text of the current model call arrived as deltas
         self.url: str | None = None  # the model's base URL, named in connection errors
+        self.structured = False  # --output-schema: stdout gets the validated JSON only
 
     # -- spinner (stderr, so piped stdout stays clean)
     def wait(self, message: str) -> None:
@@ -111,8 +113,12 @@ class Printer:
 
     # -- output
     def write(self, text: str) -> None:
-        """Answer text, to stdout."""
+        """Answer text, to stdout (to stderr, dimmed, when the answer is a structured
+        one: stdout then gets only the validated JSON)."""
         self.stop_waiting()
+        if self.structured:
+            self.err.print(text, end="", style="dim", markup=False, soft_wrap=True)
+            return
         self.out.print(text, end="", markup=False, highlight=False, soft_wrap=True)
         self.out.file.flush()
         self.at_line_start = text.endswith("\n")
@@ -208,9 +214,14 @@ class Printer:
         ):
             if event.stop is not None:
                 self.notice(event.stop)
+        elif kind is AgentEventType.OUTPUT_INVALID:
+            self.line(Text(f"✖ the answer did not validate; asking again:\n{event.text}", "yellow"))
         elif kind is AgentEventType.RUN_COMPLETED:
             self.stop_waiting()
             self.end_text()
+            if self.structured and event.output is not None:
+                self.err.print()
+                self.emit_json(to_jsonable_python(event.output))
         elif kind is AgentEventType.RUN_FAILED:
             self.stop_waiting()
             self.end_text()

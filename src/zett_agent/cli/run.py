@@ -10,10 +10,11 @@ session (``--session ID`` continues one; see ``zett sessions``).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,6 +109,9 @@ class RunOptions:
     """``--max-total-tokens``: input plus output tokens the run may use."""
     reasoning: str | None = None
     """``--reasoning``: an effort level, or a thinking budget in tokens."""
+    output_schema: Mapping[str, Any] | None = None
+    """``--output-schema``: the JSON schema the answer must match (its validated
+    JSON is printed on stdout; validation failures past the retries exit 1)."""
     explicit: frozenset[str] = frozenset()
     """The remembered options (model, tools, mcp, require_approval) given on the
     command line: the others come from a stored session's settings."""
@@ -198,6 +202,14 @@ def run(
             "or a thinking budget in tokens (a number), as the provider takes it."
         ),
     ] = None,
+    output_schema: Annotated[
+        Path | None,
+        typer.Option(
+            help="A JSON schema file: the answer must match it (native structured output, "
+            "or a forced tool); stdout gets the validated JSON. Exit 1 when it stays "
+            "invalid after a retry.",
+        ),
+    ] = None,
 ) -> None:
     from zett_agent.demo_tools import select_demo_tools
 
@@ -208,6 +220,7 @@ def run(
     validate_tool_choice(tool_choice, offered)
     if session is not None and db is None:
         raise typer.BadParameter("--session needs --db FILE (or ZETT_DB)", param_hint="--session")
+    schema = _read_schema(output_schema) if output_schema is not None else None
     text = prompt if prompt is not None else stdin_prompt()
     if not text or not text.strip():
         raise typer.BadParameter("give a PROMPT or pipe one on stdin", param_hint="PROMPT")
@@ -230,9 +243,21 @@ def run(
         max_cost=max_cost,
         max_total_tokens=max_total_tokens,
         reasoning=reasoning,
+        output_schema=schema,
         explicit=explicit_options(ctx, REMEMBERED),
     )
     raise typer.Exit(run_in_terminal(options))
+
+
+def _read_schema(path: Path) -> dict[str, Any]:
+    """The JSON schema object in ``path``; a bad file is a usage error (exit 2)."""
+    try:
+        schema = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise typer.BadParameter(f"{path}: {error}", param_hint="--output-schema") from None
+    if not isinstance(schema, dict):
+        raise typer.BadParameter(f"{path}: not a JSON object", param_hint="--output-schema")
+    return schema
 
 
 def model_variable(ctx: typer.Context) -> str | None:
@@ -332,6 +357,7 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
     from zett_agent.errors import ZettError
 
     printer = Printer(out, err, options.json_events)
+    printer.structured = options.output_schema is not None
     model: Any = None
     agent: Any = None
     try:
@@ -361,7 +387,10 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
             level = options.reasoning
             config["reasoning"] = int(level) if level.isdigit() else level
         agent = await create_agent(
-            model, config=AgentRunConfig("zett-run", **config), tools=list(options.tools)
+            model,
+            config=AgentRunConfig("zett-run", **config),
+            tools=list(options.tools),
+            output_type=options.output_schema,
         )
         asker = Asker(err, yes=options.yes)
         async with mcp_tools(options.mcp, agent):

@@ -39,6 +39,7 @@ from zett_agent.vendors import (
     Vendor,
     dig,
     match_http_refusal,
+    output_fields,
     rate_limit_fields,
     reasoning_fields,
     server_tool_fields,
@@ -53,6 +54,7 @@ __all__ = [
     "HTTPRequest",
     "ModelRequest",
     "ModelResponse",
+    "OutputFormat",
     "Pieces",
     "ReasoningDelta",
     "ResponseBuilder",
@@ -124,6 +126,17 @@ class ToolSpec:
         return {"name": self.name, "description": self.description, schema: dict(self.parameters)}
 
 
+@dataclass(frozen=True)
+class OutputFormat:
+    """A structured answer asked for in the provider's native mode: the answer's
+    text is JSON matching ``schema`` (an object root), named ``name``. Each vendor
+    row says how it is written (:func:`zett_agent.vendors.output_fields`)."""
+
+    name: str
+    schema: Mapping[str, Any]
+    description: str = ""
+
+
 @dataclass
 class ModelRequest:
     """One request to a model, before it is put in a provider's wire format.
@@ -137,7 +150,9 @@ class ModelRequest:
     ``server_tools``: provider-run tools declared beside ``tools``
     (:class:`~zett_agent.vendors.ServerTool`). ``prompt_cache``: place cache
     breakpoints where the protocol has them (Anthropic); ``prompt_cache_key``:
-    OpenAI's cache routing key (sent on rows that take it).
+    OpenAI's cache routing key (sent on rows that take it). ``output``: a
+    structured answer in the provider's native mode (:class:`OutputFormat`;
+    tool mode is ``tools`` and ``tool_choice``, set by the loop).
     """
 
     model: str
@@ -153,6 +168,7 @@ class ModelRequest:
     server_tools: Sequence[ServerTool] = ()
     prompt_cache: bool = False
     prompt_cache_key: str | None = None
+    output: OutputFormat | None = None
 
     def sampling(
         self, *, max_tokens: str | None, stop: str | None, temperature: str = "temperature"
@@ -776,18 +792,26 @@ def load_json(body: bytes | str) -> Any:
 def add_settings(body: dict[str, Any], request: ModelRequest, vendor: Vendor) -> dict[str, Any]:
     """Write the request's portable settings into ``body`` as ``vendor``'s row says:
     ``reasoning`` (:func:`~zett_agent.vendors.reasoning_fields`, dotted paths into
-    nested objects), ``server_tools`` after the agent's own tools
+    nested objects), a native structured ``output``
+    (:func:`~zett_agent.vendors.output_fields`, into the same nested objects:
+    Anthropic's ``output_config`` holds both ``effort`` and ``format``),
+    ``server_tools`` after the agent's own tools
     (:func:`~zett_agent.vendors.server_tool_fields`), and ``prompt_cache_key`` on
     rows that take it. Raises :class:`~zett_agent.errors.ConfigError` for a
     setting the row does not have. Every protocol calls it, then
     :func:`merge_options`."""
+    fields: dict[str, Any] = {}
     if request.reasoning is not None:
-        for path, value in reasoning_fields(vendor, request.reasoning).items():
-            *parents, leaf = path.split(".")
-            node = body
-            for part in parents:
-                node = node.setdefault(part, {})
-            node[leaf] = value
+        fields.update(reasoning_fields(vendor, request.reasoning))
+    if request.output is not None:
+        output = request.output
+        fields.update(output_fields(vendor, output.name, output.schema, output.description))
+    for path, value in fields.items():
+        *parents, leaf = path.split(".")
+        node = body
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
     for tool in request.server_tools:
         shape = server_tool_fields(vendor, tool)
         if shape.append:

@@ -29,7 +29,7 @@ from zett_agent.sessions import StoredRow, live_rows
 from zett_agent.stop import StopReason
 from zett_agent.tools import CUT_OFF_ARGUMENTS, is_cut_off
 
-from .stream import ToolCallIds, parse_input, stop_data
+from .stream import ToolCallIds, output_data, parse_input, stop_data
 
 __all__ = ["RESUMABLE", "assistant_message_id", "ui_messages", "user_message_id"]
 
@@ -76,6 +76,8 @@ class _Assistant:
             self.by_ui_id[ui_id] = part
         if message.stop is not None and not message.stop.ok:
             self.parts.append({"type": "data-stop", "data": stop_data(message.stop)})
+        if message.output is not None:  # a typed result, as the stream's last data-output
+            self.parts.append(output_data(message.output, partial=False))
 
     def result(self, result: ToolResultMessage) -> None:
         ui_id = self.ids.answer(result.tool_call_id)

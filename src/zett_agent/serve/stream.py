@@ -18,7 +18,15 @@ One run is one UI assistant message::
       tool-output-available | tool-output-error            (as the tools finish)
       finish-step )*
     [data-stop]                                            (max_turns used up)
+    [data-output]                                          (a typed result)
     finish (finishReason)  |  error ... finish (error)  |  abort (cancelled)
+
+**A typed result** (``output_type``) is a ``data-output`` chunk, ``{"type":
+"data-output", "id": "output", "data": {"value": <JSON>, "partial": bool}}``: one
+per PARTIAL_OUTPUT while the answer streams (``partial: true``), then the final
+value with the run's end. They share one ``id``, so a front end's message keeps one
+``data-output`` part, replaced as it grows (the AI SDK reconciles data parts by
+type and id); a restored session shows the final one (:mod:`.history`).
 
 **Why it stopped** is a custom data chunk, ``{"type": "data-stop", "data": {...}}``,
 sent once per *abnormal step* (each ``MODEL_STOPPED``) with the fields of
@@ -47,6 +55,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias
 
+from pydantic_core import to_jsonable_python
+
 from zett_agent.events import AgentEvent, AgentEventType
 from zett_agent.messages import AssistantMessage, ToolCall, ToolResultMessage
 from zett_agent.stop import StopInfo, StopReason
@@ -60,6 +70,7 @@ __all__ = [
     "ToolCallIds",
     "UIMessageStream",
     "finish_reason",
+    "output_data",
     "parse_input",
     "sse",
     "stop_data",
@@ -120,6 +131,12 @@ def stop_data(stop: StopInfo) -> dict[str, Any]:
         "detail": dict(stop.detail),
         "describe": stop.describe(),
     }
+
+
+def output_data(value: Any, *, partial: bool) -> Chunk:
+    """The ``data-output`` chunk (or stored part) of a typed result ``value``."""
+    data = {"value": to_jsonable_python(value), "partial": partial}
+    return {"type": "data-output", "id": "output", "data": data}
 
 
 def sse(chunk: Chunk) -> bytes:
@@ -227,8 +244,12 @@ class UIMessageStream:
                 out += self._tool_output(event.tool_result)
             case AgentEventType.TOOL_APPROVAL_REQUESTED if event.tool_call is not None:
                 out += self._approval_request(event.tool_call)
+            case AgentEventType.PARTIAL_OUTPUT if event.output is not None:
+                out.append(output_data(event.output, partial=True))
             case AgentEventType.RUN_COMPLETED:
                 self.final_stop = event.stop
+                if event.output is not None:
+                    out.append(output_data(event.output, partial=False))
             case _:
                 pass  # RUN_STARTED, TOOL_CALL_DELTA (held), TOOL_CALL_STARTED, RUN_FAILED
         return out

@@ -20,9 +20,10 @@ A session is an append-only list of rows, one per complete message, numbered
       ``decision:<request seq>`` (:meth:`SessionStore.append_if_absent`); an assistant
       message may also hold ``attempts`` (a fallback chain's
       :class:`~zett_agent.messages.ModelAttempt` list), ``cost`` (``{"usd",
-      "unknown"}``), ``usage.cache_write_tokens``, and a provider record's
-      ``origin`` (``{"provider", "model"}``); rows without them load with the
-      defaults (empty, None)
+      "unknown"}``), ``usage.cache_write_tokens``, a provider record's
+      ``origin`` (``{"provider", "model"}``), and ``output`` (the JSON form of
+      a structured run's typed value, :mod:`zett_agent.structured`); rows
+      without them load with the defaults (empty, None)
 ====  ===================================================================
 
 Records (rows that are not messages, :mod:`zett_agent.records`) are never sent to

@@ -33,6 +33,15 @@ rules in this order (the first that answers a call decides it):
                             call ends)
 ====  ====================  ===================================================
 
+Calls of a structured run's output tools (``final_result``, tool mode of
+``output_type``, :mod:`zett_agent.structured`) are not tool calls of this gate:
+the request offers those tools (so :func:`allowed_tools` counts them as offered,
+and when the request forces one, a call of any other offered tool is "not
+allowed" here by rule 1 and never runs), but the loop takes their calls out of
+the answer before :meth:`ToolGate.screen` and answers them itself (the
+validation errors as an error result, or "accepted"); they are never run as a
+function, never refused as not offered, never counted against the limits.
+
 Limits come before approval so that a person is never asked about a call that
 would not run. Everything from 4 on happens only for a call that passed 1-3, so
 the started marker never records a call that was refused, cut, over a limit or

@@ -167,7 +167,9 @@ from faults.wire import WIRES
 
 chat = WIRES["openai-chat"]
 chunks = [*chat.head(), *chat.text("Hello"), *chat.text(" world")]
-stalled = chat.reply(chunks, stall_after=len(chunks), stall_seconds=60)
+# the server stalls after " world" (before the next chunk), so Ctrl-C meets a stream
+# that is waiting for bytes, as a user's does
+stalled = chat.reply([*chunks, *chat.text("!")], stall_after=len(chunks), stall_seconds=60)
 
 class Tell(AgentEventDispatcher):
     def on_text_delta_event(self, event):

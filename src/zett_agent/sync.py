@@ -37,6 +37,8 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
+import anyio
+
 __all__ = ["CANCEL_GRACE", "iterate_sync", "loop_thread", "run_sync"]
 
 _T = TypeVar("_T")
@@ -114,24 +116,44 @@ def run_sync(make: Callable[[], Awaitable[_T]]) -> _T:
         )
     loop = _LOOP.loop()
     finished = threading.Event()
+    scope = _Cancel(loop)
 
-    async def runner() -> _T:
+    async def runner() -> Any:
         try:
-            return await make()
+            with scope.open():
+                return await make()
+            return None  # cancelled (Ctrl-C): the caller raises KeyboardInterrupt
         finally:
             finished.set()
 
     future = asyncio.run_coroutine_threadsafe(runner(), loop)
-    return _wait(future, finished)
-
-
-def _wait(future: concurrent.futures.Future[_T], finished: threading.Event) -> _T:
     try:
-        return future.result()
+        result: _T = future.result()
     except KeyboardInterrupt:
-        future.cancel()  # cancels the task on the loop: the run stores what it received
+        scope.cancel(future)
         finished.wait(CANCEL_GRACE)
         raise
+    return result
+
+
+class _Cancel:
+    """Cancels work on the private loop from the waiting thread, as an anyio cancel
+    scope: shielded cleanup (the store write of a cancelled run's partial answer)
+    runs to its end, which a bare ``Task.cancel()`` would cut short."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.scope: anyio.CancelScope | None = None
+
+    def open(self) -> anyio.CancelScope:
+        self.scope = anyio.CancelScope()
+        return self.scope
+
+    def cancel(self, future: concurrent.futures.Future[Any]) -> None:
+        if self.scope is not None:
+            self.loop.call_soon_threadsafe(self.scope.cancel)
+        else:  # not started yet: nothing to clean up
+            future.cancel()
 
 
 def iterate_sync(make: Callable[[], AsyncIterator[_T]]) -> Iterator[_T]:
@@ -154,38 +176,42 @@ def iterate_sync(make: Callable[[], AsyncIterator[_T]]) -> Iterator[_T]:
     asked: list[asyncio.Event] = []
     closing = False
 
+    scope = _Cancel(loop)
+
     async def pump() -> None:
         wanted = asyncio.Event()
         asked.append(wanted)
-        handed.put(("ready", None))
         source = make()
         try:
-            while True:
-                await wanted.wait()
-                wanted.clear()
-                if closing:
-                    return
-                try:
-                    item = await anext(source)
-                except StopAsyncIteration:
-                    handed.put(("end", None))
-                    return
-                except BaseException as error:
-                    handed.put(("error", error))
-                    raise
-                handed.put(("item", item))
+            with scope.open():
+                handed.put(("ready", None))
+                while True:
+                    await wanted.wait()
+                    wanted.clear()
+                    if closing:
+                        return
+                    try:
+                        item = await anext(source)
+                    except StopAsyncIteration:
+                        handed.put(("end", None))
+                        return
+                    except BaseException as error:
+                        handed.put(("error", error))
+                        raise
+                    handed.put(("item", item))
         finally:
             close = getattr(source, "aclose", None)
             if close is not None:
-                await close()
+                with anyio.CancelScope(shield=True):
+                    await close()
             finished.set()
 
     future = asyncio.run_coroutine_threadsafe(pump(), loop)
-    _take(handed, future, finished)  # "ready": the task's event exists
+    _take(handed, scope, future, finished)  # "ready": the task's event exists
     try:
         while True:
             loop.call_soon_threadsafe(asked[0].set)
-            kind, value = _take(handed, future, finished)
+            kind, value = _take(handed, scope, future, finished)
             if kind == "end":
                 return
             if kind == "error":
@@ -200,12 +226,13 @@ def iterate_sync(make: Callable[[], AsyncIterator[_T]]) -> Iterator[_T]:
 
 def _take(
     handed: queue.SimpleQueue[tuple[str, Any]],
+    scope: _Cancel,
     future: concurrent.futures.Future[None],
     finished: threading.Event,
 ) -> tuple[str, Any]:
     try:
         return handed.get()
     except KeyboardInterrupt:
-        future.cancel()  # cancels the task: the run stores what it received
+        scope.cancel(future)  # the run stores what it received
         finished.wait(CANCEL_GRACE)
         raise

@@ -75,12 +75,21 @@ def gemini_params(body: dict[str, Any]) -> None:
 def ollama_params(body: dict[str, Any]) -> None:
     """Ollama /api/chat bodies through the ollama SDK's own request model
     (``ollama._types.ChatRequest``, a pydantic model: its fields, ``format`` a JSON
-    schema or ``"json"``); its top-level keys must all be ones it declares."""
-    from ollama._types import ChatRequest
+    schema or ``"json"``); its top-level keys must all be ones it declares; each
+    message through its ``Message`` model (``images`` must be the base64 text the
+    client's ``Image`` serializes to)."""
+    from ollama._types import ChatRequest, Image, Message
 
     unknown = set(body) - set(ChatRequest.model_fields)
     assert not unknown, f"keys the SDK does not declare: {sorted(unknown)}"
     ChatRequest.model_validate(body)
+    for message in body["messages"]:
+        images = message.get("images")
+        if images is None:
+            Message.model_validate(message)
+            continue
+        parsed = Message.model_validate({**message, "images": [Image(value=i) for i in images]})
+        assert [image.model_dump() for image in parsed.images or ()] == images
 
 
 CHECKS = {

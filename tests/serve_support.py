@@ -16,6 +16,7 @@ prompt          replayed answer                                               st
 ``slow``        40 words, 0.1 s apart                                         normal
 ``think``       recording: DeepSeek reasoner, reasoning then text            normal
 ``fail``        HTTP 401 whose message holds a secret                         (an error)
+(anything)      ``You said: <prompt>``, plus ``(N images)`` for image parts   normal
 ==============  ============================================================  ==========
 """
 
@@ -82,7 +83,8 @@ def scenario_reply(request: RecordedRequest, delay: float = 0.0) -> Reply:
     body = request.json
     messages = body["messages"]
     last = messages[-1]
-    prompt = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+    asked = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+    prompt = _prompt_text(asked)
     options: dict[str, Any] = {"delay": delay}
     if last["role"] == "tool":
         final = FINAL_AFTER_CUT if "cut-call" in prompt else FINAL_WEATHER
@@ -113,6 +115,15 @@ def scenario_reply(request: RecordedRequest, delay: float = 0.0) -> Reply:
         chunks.append(_chunk({}, "tool_calls"))
         return _sse(chunks, **options)
     return _sse(_text(f"You said: {prompt}"), **options)
+
+
+def _prompt_text(content: Any) -> str:
+    """A user message's text (its text parts, and how many images came with it)."""
+    if isinstance(content, str):
+        return content
+    texts = [p.get("text", "") for p in content if p.get("type") == "text"]
+    images = sum(1 for p in content if p.get("type") == "image_url")
+    return " ".join(texts) + (f" ({images} image{'s' if images > 1 else ''})" if images else "")
 
 
 def make_agent(base_url: str, *, client: Any = None, **config: Any) -> Agent:

@@ -1,6 +1,11 @@
 """The session stores every store test runs against (``STORE_KINDS``), made by
 :func:`open_store`. ``postgres`` needs a server: set ``ZETT_TEST_POSTGRES_DSN``
-(``.ci/run`` starts a throwaway cluster and sets it); without it those cases skip."""
+(``.ci/run`` starts a throwaway cluster and sets it); without it those cases skip.
+
+The store suite (every kind): ``test_sessions.py`` (rows, schema versions,
+concurrency), ``test_session_keys.py`` (keyed appends), ``test_session_ids_and_read_only.py``,
+``test_session_blobs.py`` (parts' bytes: ``put_blob`` / ``get_blob``, kept once, lazy,
+deleted with the session; :func:`blob_rows` counts what a store keeps)."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,3 +60,27 @@ async def open_store(kind: str, tmp_path: Path) -> AsyncIterator[SessionStore]:
         raise ValueError(kind)
     async with made:
         yield made
+
+
+async def blob_rows(store: SessionStore, kind: str, tmp_path: Path, session_id: str) -> int:
+    """How many blobs ``store`` (of ``kind``) keeps for ``session_id``, read from its
+    own storage (the interface has no way to list them)."""
+    if kind == "memory":
+        blobs: dict[str, dict[str, bytes]] = store._blobs  # type: ignore[attr-defined]
+        return len(blobs.get(session_id, {}))
+    if kind.startswith("sqlite"):
+
+        def count(conn: Any) -> int:
+            sql = "SELECT count(*) FROM blobs WHERE session_id = ?"
+            return int(conn.execute(sql, (session_id,)).fetchone()[0])
+
+        return int(await store._run(count))  # type: ignore[attr-defined]
+
+    async def fetch(conn: Any) -> int:
+        cursor = await conn.execute(
+            store._q("SELECT count(*) FROM {schema}.blobs WHERE session_id = %s"),  # type: ignore[attr-defined]
+            (session_id,),
+        )
+        return int((await cursor.fetchone())[0])
+
+    return int(await store._run(fetch))  # type: ignore[attr-defined]

@@ -227,13 +227,16 @@ async def test_results_map_text_images_resources_and_structured_content(counting
     ]
     _, replay = await run_with(counting, replies)
     picture, weather = sent_tool_results(replay.requests[1].json)
-    assert picture["content"].splitlines() == [
+    text, image = picture["content"]  # Anthropic takes images in tool results: sent as one
+    assert text["text"].splitlines() == [
         "a red dot",
         "[image image/png, 8 bytes]",
         "[resource file:///notes.txt text/plain]",
         "note text",
         "[resource link file:///big.bin: big — a big file]",
     ]
+    source = {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}
+    assert image == {"type": "image", "source": source}
     assert json.loads(weather["content"]) == {"city": "Oslo", "temperature": 21}
 
 

@@ -6,6 +6,7 @@ nothing downloads here: a missing server skips (fails under ZETT_MCP_REQUIRED=1)
 
 from __future__ import annotations
 
+import base64
 import os
 import socket
 import subprocess
@@ -63,7 +64,10 @@ async def test_everything_over_stdio_lists_and_calls_tools(tmp_path: Path) -> No
     assert {"echo", "get-sum", "get-tiny-image", "get-structured-content"} <= names
     total, image, weather = sent_tool_results(replay.requests[1].json)
     assert total["content"] == "The sum of 2 and 3 is 5."
-    assert "[image image/png, " in image["content"]
+    text, picture = image["content"]  # the server's PNG reaches Anthropic as an image block
+    assert "[image image/png, " in text["text"]
+    assert picture["source"]["media_type"] == "image/png"
+    assert base64.b64decode(picture["source"]["data"]).startswith(b"\x89PNG")
     assert '"conditions":"Light rain / drizzle"' in weather["content"]
     assert final.text == "done"
 

@@ -89,3 +89,21 @@ def test_the_install_line_needs_one_step() -> None:
     assert "--no-deps" not in line and line.count("pip install") == 1
     slow = re.search(r"`(pip install -e '\.\[dev,local\]' && python -m pytest -m slow)`", README)
     assert slow, "the slow-test instructions install both extras first"
+
+
+def test_the_image_question_sends_the_image() -> None:
+    [snippet] = [b for b in SNIPPETS if "ImagePart.from_file" in b]
+    with ReplayServer([Reply.file(REFUSAL)]) as server:
+        done = run_snippet(snippet, server)
+        [request] = server.requests
+    assert done.returncode == 0, done.stderr
+    question = request.json["messages"][0]["content"]
+    assert question[0] == {"type": "text", "text": "What is in this picture?"}
+    image = (ROOT / "examples" / "red-dot.png").read_bytes()
+    import base64
+
+    assert question[1]["source"] == {
+        "type": "base64",
+        "media_type": "image/png",
+        "data": base64.b64encode(image).decode(),
+    }

@@ -265,7 +265,7 @@ def test_a_running_session_refuses_a_second_run(server: str) -> None:
 
 
 def test_host_origin_token_and_size_checks(replay: ReplayServer) -> None:
-    settings = ServeSettings(token="s3cret", max_body_bytes=4096)
+    settings = ServeSettings(token="s3cret", max_body_bytes=4096, max_chat_body_bytes=8192)
     with running_server(create_app(make_agent(replay.url), settings=settings)) as url:
         port = url.rsplit(":", 1)[1]
         auth = {"authorization": "Bearer s3cret"}
@@ -294,8 +294,14 @@ def test_host_origin_token_and_size_checks(replay: ReplayServer) -> None:
         )
         assert same.status_code == 200
         assert "access-control-allow-origin" not in same.headers  # no CORS by default
-        big = httpx.post(f"{url}/api/chat", json=chat_body("x2", "y" * 5000), headers=auth)
+        big = httpx.post(f"{url}/api/chat", json=chat_body("x2", "y" * 9000), headers=auth)
         assert big.status_code == 413
+        assert "8192 bytes" in big.json()["error"]["message"]  # the chat body's own limit
+        other = httpx.post(
+            f"{url}/api/sessions/x2/approve", json={"decisions": {"a": "y" * 5000}}, headers=auth
+        )
+        assert other.status_code == 413  # every other body: max_body_bytes
+        assert "4096 bytes" in other.json()["error"]["message"]
 
 
 def test_allowed_hosts_and_ipv6_loopback_names() -> None:

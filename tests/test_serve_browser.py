@@ -7,6 +7,7 @@ install chromium``, done by ``.ci/run``). The model is a replay routed by prompt
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 from collections.abc import Iterator
@@ -156,3 +157,54 @@ def test_page_takes_the_token_from_the_url_fragment(browser_page: object) -> Non
             assert "token" not in page.url  # type: ignore[attr-defined]
             ask(page, "cut")
             page.wait_for_selector(".stop-max_output")  # type: ignore[attr-defined]
+
+
+def test_page_attaches_an_image_and_shows_it_again_after_reopening_the_session(
+    browser_page: object, tmp_path: Path
+) -> None:
+    """The attach button sends an image as the AI SDK's file part (a data URL); the
+    model gets it; reopening the session shows it from the server's stored part,
+    fetched with the bearer token (the page's CSP allows only data: and blob: images)."""
+    page = browser_page
+    png = tmp_path / "dot.png"
+    png.write_bytes(TINY_PNG)
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))  # type: ignore[attr-defined]
+    with ReplayServer(route=scenario_reply) as replay:
+        app = create_app(make_agent(replay.url), settings=ServeSettings(token="t0k3n"))
+        with running_server(app) as url:
+            page.goto(f"{url}/#token=t0k3n")  # type: ignore[attr-defined]
+            page.wait_for_selector("#model:has-text('tools')")  # type: ignore[attr-defined]
+            assert "image/png" in page.get_attribute("#attach", "accept")  # type: ignore[attr-defined]
+            page.set_input_files("#attach", str(png))  # type: ignore[attr-defined]
+            assert "dot.png" in page.text_content("#attachments")  # type: ignore[attr-defined]
+            ask(page, "What is in this picture?")
+            page.wait_for_selector(  # type: ignore[attr-defined]
+                "#messages :text('You said: What is in this picture? (1 image)')"
+            )
+            sent = page.get_attribute(".message.user img.attachment", "src")  # type: ignore[attr-defined]
+            assert sent.startswith("data:image/png;base64,")
+            assert page.text_content("#attachments") == ""  # type: ignore[attr-defined]
+            page.wait_for_selector("#send:not([disabled])")  # type: ignore[attr-defined]
+            page.click("#new-chat")  # type: ignore[attr-defined]
+            page.click("#sessions li")  # type: ignore[attr-defined]
+            page.wait_for_selector(".message.user img.attachment[src^='blob:']")  # type: ignore[attr-defined]
+            width = page.evaluate(  # type: ignore[attr-defined]
+                "document.querySelector('.message.user img.attachment').naturalWidth"
+            )
+            page.screenshot(path=str(tmp_path / "serve-attachment.png"), full_page=True)  # type: ignore[attr-defined]
+            print(f"screenshot: {tmp_path / 'serve-attachment.png'}")
+        [request] = replay.requests
+    assert width == 1  # the stored bytes, decoded by the browser: the 1x1 PNG
+    image = request.json["messages"][0]["content"][1]
+    assert image == {
+        "type": "image_url",
+        "image_url": {"url": "data:image/png;base64," + base64.b64encode(TINY_PNG).decode()},
+    }
+    assert errors == []
+
+
+# a 1x1 red PNG
+TINY_PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+)

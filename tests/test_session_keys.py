@@ -100,7 +100,7 @@ async def test_a_layout_1_file_is_upgraded_and_its_sessions_still_load(tmp_path:
         assert await store.append("old", UserMessage("more"), key="k") == 4
         assert await store.append("old", UserMessage("more"), key="k") == 4
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == DB_LAYOUT_VERSION == 2
+        assert db.execute("PRAGMA user_version").fetchone()[0] == DB_LAYOUT_VERSION == 3
         # the key is unique per session in the file itself, not only in the code
         with pytest.raises(sqlite3.IntegrityError):
             db.execute("INSERT INTO messages VALUES ('old', 9, 1, NULL, 9.0, '{}', 'k')")

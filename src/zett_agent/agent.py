@@ -84,7 +84,7 @@ from zett_agent.errors import ResumeError
 from zett_agent.events import AgentEvent, AgentEventDispatcher, AgentEventType, final_message
 from zett_agent.extensions import Extension
 from zett_agent.loop import MAX_TURNS_RAW, Step, _Run
-from zett_agent.messages import AssistantMessage, Message
+from zett_agent.messages import AssistantMessage, Message, UserMessage
 from zett_agent.models import ModelClient, resolve_model
 from zett_agent.output import OutputMode, output_type_of
 from zett_agent.resume import CONTINUE_PROMPT, ResumePlan, plan_resume
@@ -101,6 +101,7 @@ from zett_agent.tools.definition import Tool, as_tool
 from zett_agent.tools.gate import (
     DEFAULT_MAX_TOOL_ARGUMENT_CHARS,
     DEFAULT_MAX_TOOL_CALLS,
+    DEFAULT_MAX_TOOL_RESULT_BYTES,
     DEFAULT_MAX_TOOL_RESULT_CHARS,
     DEFAULT_TOOL_TIMEOUT,
 )
@@ -150,6 +151,9 @@ class AgentRunConfig:
             characters (None: no limit).
         max_tool_result_chars: longest tool result sent to the model, in
             characters; a longer one is cut and says so (None: no limit).
+        max_tool_result_bytes: most bytes of a tool result's media parts (images,
+            documents, audio) sent to the model; parts past it are left out and
+            the result's text says so (None: no limit).
         reasoning: one reasoning setting for every provider: an effort level
             (``"none"``, ``"minimal"``, ``"low"``, ``"medium"``, ``"high"``,
             ``"xhigh"``, ``"max"``) or a thinking budget in tokens (an int),
@@ -195,6 +199,7 @@ class AgentRunConfig:
     max_tool_calls: int | None = DEFAULT_MAX_TOOL_CALLS
     max_tool_argument_chars: int | None = DEFAULT_MAX_TOOL_ARGUMENT_CHARS
     max_tool_result_chars: int | None = DEFAULT_MAX_TOOL_RESULT_CHARS
+    max_tool_result_bytes: int | None = DEFAULT_MAX_TOOL_RESULT_BYTES
     reasoning: str | int | None = None
     server_tools: Sequence[ServerTool] = ()
     prompt_cache: bool = True
@@ -253,7 +258,7 @@ class Agent:
 
     # ------------------------------------------------------------ the sync API
 
-    def run_sync(self, prompt: str | None, **options: Any) -> AssistantMessage:
+    def run_sync(self, prompt: str | UserMessage | None, **options: Any) -> AssistantMessage:
         """:meth:`run` for code without an event loop (or inside one it must not
         block on, a notebook's): run on the process's private loop thread
         (:mod:`zett_agent.sync`); the same result, stops and exceptions. Ctrl-C
@@ -261,7 +266,7 @@ class Agent:
         ``KeyboardInterrupt``."""
         return run_sync(lambda: self.run(prompt, **options))
 
-    def stream_sync(self, prompt: str | None, **options: Any) -> Iterator[AgentEvent]:
+    def stream_sync(self, prompt: str | UserMessage | None, **options: Any) -> Iterator[AgentEvent]:
         """:meth:`stream` as a plain iterator of the same events (on the private
         loop thread); leaving it early closes the run as closing the async stream
         does."""
@@ -283,13 +288,17 @@ class Agent:
 
     async def run(
         self,
-        prompt: str | None,
+        prompt: str | UserMessage | None,
         *,
         history: Sequence[Message] | None = None,
         dispatcher: AgentEventDispatcher | None = None,
         output_type: Any = None,
     ) -> AssistantMessage:
         """Run to the end and return the final assistant message.
+
+        ``prompt`` is text, or a :class:`~zett_agent.messages.UserMessage` whose
+        ``parts`` carry images, documents or audio (:mod:`zett_agent.parts`; a
+        part the provider cannot take is a ConfigError before anything is sent).
 
         Never raises for a refusal or another abnormal stop: check
         ``message.stop`` or call ``message.raise_for_stop()``. Raises
@@ -305,7 +314,7 @@ class Agent:
 
     async def stream(
         self,
-        prompt: str | None,
+        prompt: str | UserMessage | None,
         *,
         history: Sequence[Message] | None = None,
         on_message: Callable[[Message], Any] | None = None,
@@ -315,7 +324,8 @@ class Agent:
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run and yield :class:`~zett_agent.events.AgentEvent` values as they happen.
 
-        ``prompt`` None runs on the history as it is (to continue it).
+        ``prompt`` (text or a :class:`~zett_agent.messages.UserMessage`, as in
+        :meth:`run`); None runs on the history as it is (to continue it).
         ``on_message`` is called (and awaited if async) with each message as soon
         as it is complete, for durable storage. ``run_id`` names the run in events,
         logs and spans (default: a random 12-hex id); a durable engine passes one

@@ -49,7 +49,7 @@ import anyio
 from zett_agent.agent import Agent
 from zett_agent.errors import ConfigError
 from zett_agent.events import AgentEvent, AgentEventDispatcher, AgentEventType, final_message
-from zett_agent.messages import AssistantMessage, Message
+from zett_agent.messages import AssistantMessage, Message, UserMessage
 from zett_agent.output import output_type_of
 from zett_agent.records import is_record
 from zett_agent.sessions import (
@@ -148,13 +148,13 @@ class AgentClient:
 
     # ------------------------------------------------------------ the sync API
 
-    def run_sync(self, prompt: str | None, **options: Any) -> AssistantMessage:
+    def run_sync(self, prompt: str | UserMessage | None, **options: Any) -> AssistantMessage:
         """:meth:`run` on the process's private loop thread (:mod:`zett_agent.sync`):
         for scripts and notebooks; Ctrl-C cancels the run (the answer so far is
         stored as INTERRUPTED) and raises ``KeyboardInterrupt``."""
         return run_sync(lambda: self.run(prompt, **options))
 
-    def stream_sync(self, prompt: str | None, **options: Any) -> Iterator[AgentEvent]:
+    def stream_sync(self, prompt: str | UserMessage | None, **options: Any) -> Iterator[AgentEvent]:
         """:meth:`stream` as a plain iterator of the same events."""
         return iterate_sync(lambda: self.stream(prompt, **options))
 
@@ -179,11 +179,17 @@ class AgentClient:
     # ------------------------------------------------------------ running
 
     async def stream(
-        self, prompt: str | None, *, session_id: str | None = None, output_type: Any = None
+        self,
+        prompt: str | UserMessage | None,
+        *,
+        session_id: str | None = None,
+        output_type: Any = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run ``prompt`` in the session and yield its events.
 
-        ``prompt`` None answers the session as it is. Close the generator (use
+        ``prompt`` is text, or a :class:`~zett_agent.messages.UserMessage` with
+        ``parts`` (images, documents, audio: stored with the session, their large
+        bytes once per session); None answers the session as it is. Close the generator (use
         ``contextlib.aclosing``) when leaving early: that cancels the run and stores
         the text received so far. ``output_type``: this run's typed result (else
         the agent's); its JSON form is stored with the answer.
@@ -206,7 +212,7 @@ class AgentClient:
 
     async def run(
         self,
-        prompt: str | None,
+        prompt: str | UserMessage | None,
         *,
         session_id: str | None = None,
         dispatcher: AgentEventDispatcher | None = None,

@@ -17,6 +17,7 @@
      ├── DecodeError          a body that no decoder can read (e.g. ``zett inspect``)
      ├── ResumeError          a session or history whose last answer cannot be resumed
      ├── SessionStoreError    a stored session that cannot be read or written as asked
+     ├── PartTooLargeError    an image, document or audio part over the size limit
      ├── OutputValidationError  a structured answer failed validation after its retries
      ├── PendingApprovalError tool calls wait for a decision (zett_agent.approvals)
      └── ApprovalConflictError  the calls were decided already: this decision lost
@@ -38,6 +39,7 @@ __all__ = [
     "DecodeError",
     "OutputAttempt",
     "OutputValidationError",
+    "PartTooLargeError",
     "PoolTimeoutError",
     "ProviderError",
     "ProviderHTTPError",
@@ -141,6 +143,17 @@ class SessionStoreError(ZettError):
         super().__init__(message)
         self.session_id = session_id
         self.row = row
+
+
+class PartTooLargeError(ZettError, ValueError):
+    """An image, document or audio part is larger than a limit, found before its
+    bytes were read whole (:mod:`zett_agent.parts`). ``size``: its bytes (None when
+    it was cut while read); ``limit``: the limit in bytes. A ``ValueError`` too."""
+
+    def __init__(self, message: str, *, size: int | None = None, limit: int) -> None:
+        super().__init__(message)
+        self.size = size
+        self.limit = limit
 
 
 class TransportError(ZettError):

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +45,7 @@ from zett_agent.messages import (
     Usage,
     message_to_dict,
 )
+from zett_agent.parts import part_summary
 from zett_agent.protocols.base import ReasoningDelta, StreamEvent, TextDelta, ToolCallDelta
 from zett_agent.stop import StopInfo
 
@@ -136,7 +137,10 @@ class AgentEvent:
                 "arguments": self.tool_call.arguments,
             }
         if self.tool_result is not None:
-            record["tool_result"] = message_to_dict(self.tool_result)
+            result = self.tool_result
+            record["tool_result"] = message_to_dict(replace(result, parts=()))
+            if result.parts:  # described, never the bytes
+                record["tool_result"]["parts"] = [part_summary(p) for p in result.parts]
         if self.stop is not None:
             record["stop"] = {
                 "reason": self.stop.reason.value,

@@ -174,6 +174,7 @@ class _Run:
             max_calls=self.config.max_tool_calls,
             max_argument_chars=self.config.max_tool_argument_chars,
             max_result_chars=self.config.max_tool_result_chars,
+            max_result_bytes=self.config.max_tool_result_bytes,
             approval=self.config.approval,
             journal=journal or NO_JOURNAL,
             run_id=self.run_id,
@@ -183,7 +184,7 @@ class _Run:
 
     # ------------------------------------------------------------ the loop
 
-    async def events(self, prompt: str | None) -> AsyncGenerator[AgentEvent, None]:
+    async def events(self, prompt: str | UserMessage | None) -> AsyncGenerator[AgentEvent, None]:
         yield self.event(_E.RUN_STARTED)
         self.span = self.telemetry.start_run(
             agent=self.config.name,
@@ -198,7 +199,8 @@ class _Run:
             async for event in self._settle_unfinished():
                 yield event
             if prompt is not None:
-                await self.conversation.add(UserMessage(prompt))
+                asked = prompt if isinstance(prompt, UserMessage) else UserMessage(prompt)
+                await self.conversation.add(asked)
             if self.decided is not None:
                 async for event in self._run_decided(*self.decided):
                     yield event

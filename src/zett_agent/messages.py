@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeAlias
 
 from pydantic import TypeAdapter, ValidationError
 
+from zett_agent.parts import BlobReader, Part, parts_from_json, parts_to_json
 from zett_agent.stop import AgentStopError, StopInfo
 
 __all__ = [
@@ -270,19 +271,40 @@ class SystemMessage:
 
 @dataclass(frozen=True)
 class UserMessage:
-    """What the user (or the host, on the user's side) said."""
+    """What the user (or the host, on the user's side) said.
+
+    ``content`` is the text; ``parts`` (:mod:`zett_agent.parts`: images,
+    documents, audio, more text) are sent after it, in order. A part the provider
+    cannot take is a :class:`~zett_agent.errors.ConfigError` before sending."""
 
     content: str
+    parts: tuple[Part, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.parts, tuple):
+            object.__setattr__(self, "parts", tuple(self.parts))
 
 
 @dataclass(frozen=True)
 class ToolResultMessage:
-    """The result of one tool call, sent back to the model."""
+    """The result of one tool call, sent back to the model.
+
+    ``content`` is the result's text, what a text-only reader (and a provider
+    whose tool results take text only) gets; it describes the ``parts``
+    (``MediaPart.describe()``: MCP results and function tools write it so).
+    ``parts`` are sent after it where the provider takes them in tool results
+    (see the README's table); a part the provider cannot take there is left to
+    the text, whose description of it is added when missing."""
 
     tool_call_id: str
     name: str
     content: str
     is_error: bool = False
+    parts: tuple[Part, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.parts, tuple):
+            object.__setattr__(self, "parts", tuple(self.parts))
 
 
 @dataclass(frozen=True)
@@ -385,28 +407,41 @@ class _Adapters(dict[str, TypeAdapter[Any]]):
 _ADAPTER = _Adapters()
 
 
-def message_to_dict(message: Message) -> dict[str, Any]:
+def message_to_dict(
+    message: Message, blobs: dict[str, bytes | None] | None = None
+) -> dict[str, Any]:
     """The JSON-compatible form of ``message``: ``{"role": ..., <fields>}``.
 
     An assistant message's provider record and stop detail are made storable
-    first (:meth:`AssistantMessage.storable`)."""
+    first (:meth:`AssistantMessage.storable`). ``parts`` (a user message's or a
+    tool result's) are written only when there are some
+    (:func:`~zett_agent.parts.part_to_dict`): bytes inline as base64, or, with
+    ``blobs`` (a store's), bytes over :data:`~zett_agent.parts.BLOB_THRESHOLD`
+    put there under their SHA-256 and referred to by it."""
     if isinstance(message, AssistantMessage):
         message = message.storable()
     role = _ROLE[type(message)]
-    body: dict[str, Any] = _ADAPTER[role].dump_python(message, mode="json")
+    if isinstance(message, UserMessage | ToolResultMessage):
+        body: dict[str, Any] = _ADAPTER[role].dump_python(message, mode="json", exclude={"parts"})
+        if message.parts:
+            body["parts"] = parts_to_json(message.parts, blobs)
+    else:
+        body = _ADAPTER[role].dump_python(message, mode="json")
     if body.get("output") is not None:  # a typed value, in its JSON form
         body["output"] = storable_json(body["output"])
     return {"role": role, **body}
 
 
-def message_from_dict(data: Mapping[str, Any]) -> Message:
-    """Load a message stored by :func:`message_to_dict`.
+def message_from_dict(data: Mapping[str, Any], reader: BlobReader | None = None) -> Message:
+    """Load a message stored by :func:`message_to_dict`; ``reader`` reads the bytes
+    of parts stored as references (:class:`~zett_agent.parts.MediaPart` ``read``).
 
     Raises ``ValueError`` (a pydantic ``ValidationError`` is a subclass) when the
     data is not a message; unknown keys are ignored so newer stores stay readable.
     """
     rest = dict(data)
     role = rest.pop("role", None)
+    stored_parts = rest.pop("parts", None)
     adapter = _ADAPTER.get(role) if isinstance(role, str) else None
     if adapter is None:
         raise ValueError(f"not a stored message (role={role!r})")
@@ -414,6 +449,11 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
         message: Message = adapter.validate_python(rest)
     except ValidationError as error:
         raise ValueError(f"stored {role} message is invalid: {error}") from error
+    if stored_parts is not None and isinstance(message, UserMessage | ToolResultMessage):
+        try:
+            message = replace(message, parts=parts_from_json(stored_parts, reader))
+        except ValueError as error:
+            raise ValueError(f"stored {role} message has invalid parts: {error}") from error
     return message.storable() if isinstance(message, AssistantMessage) else message
 
 

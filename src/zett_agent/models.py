@@ -45,7 +45,8 @@ import httpx
 
 from zett_agent.errors import ConfigError, ProviderError, TransportError
 from zett_agent.limits import CallTimeouts, ReadLimits
-from zett_agent.messages import AssistantMessage, Message
+from zett_agent.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
+from zett_agent.parts import MediaPart
 from zett_agent.protocols import get_protocol
 from zett_agent.protocols.base import ModelRequest, ModelResponse, StreamEvent, WireProtocol
 from zett_agent.redact import Redactor, secrets_of
@@ -266,13 +267,16 @@ class Model:
         (:mod:`zett_agent.redact`).
         """
         retries = self.max_retries if max_retries is None else max_retries
-        await self.ensure_ready()
         request = replace(request, model=request.model or self.name)
         if not self.stream_responses:
             request = replace(request, stream=False)
         origin = {"provider": self.vendor.name, "model": request.model}
-        request = replace(request, messages=own_records(request.messages, origin))
+        messages = await with_part_bytes(own_records(request.messages, origin))
+        request = replace(request, messages=messages)
+        # encoded before the model is made ready: a part the row cannot take (an image
+        # for the local model) is a ConfigError before a local server is started
         http_request = self.protocol.encode_request(request, self.vendor)
+        await self.ensure_ready()
         url = self.base_url + http_request.path
         attempt = 0
         while True:
@@ -328,6 +332,28 @@ class Model:
             if isinstance(item, ModelResponse):
                 return item
         raise TransportError("the call ended without a response")  # pragma: no cover
+
+
+async def with_part_bytes(messages: list[Message]) -> list[Message]:
+    """``messages`` with the bytes of every stored part loaded (a session store
+    loads parts without them; :meth:`MediaPart.read
+    <zett_agent.parts.MediaPart.read>`), for one request; the list itself when
+    none needs loading. The stored messages keep their parts unloaded."""
+    if not any(
+        isinstance(m, UserMessage | ToolResultMessage)
+        and any(isinstance(p, MediaPart) and p.needs_loading for p in m.parts)
+        for m in messages
+    ):
+        return messages
+    out: list[Message] = []
+    for message in messages:
+        if isinstance(message, UserMessage | ToolResultMessage) and message.parts:
+            parts = tuple(
+                [await p.loaded() if isinstance(p, MediaPart) else p for p in message.parts]
+            )
+            message = replace(message, parts=parts)
+        out.append(message)
+    return out
 
 
 def own_records(messages: list[Message], origin: Mapping[str, str]) -> list[Message]:

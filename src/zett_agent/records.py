@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from zett_agent.messages import Message, ToolCall, message_from_dict, message_to_dict
+from zett_agent.parts import BlobReader
 from zett_agent.tools.approvals import ApprovalDecision, ApprovalRequest, Decision
 from zett_agent.tools.outcomes import ToolStarted
 
@@ -90,8 +91,11 @@ def record_schema(role: object) -> int | None:
     return _SINCE.get(role) if isinstance(role, str) else None
 
 
-def entry_to_dict(entry: SessionEntry) -> dict[str, Any]:
-    """The JSON-compatible stored form of a message or a record."""
+def entry_to_dict(
+    entry: SessionEntry, blobs: dict[str, bytes | None] | None = None
+) -> dict[str, Any]:
+    """The JSON-compatible stored form of a message or a record (``blobs``: where a
+    store keeps the bytes of large parts, see :func:`~zett_agent.messages.message_to_dict`)."""
     if isinstance(entry, ApprovalRequest):
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in entry.calls]
         row: dict[str, Any] = {"role": "approval_request", "calls": calls, "run_id": entry.run_id}
@@ -119,11 +123,12 @@ def entry_to_dict(entry: SessionEntry) -> dict[str, Any]:
             "mcp": list(entry.mcp),
             "require_approval": list(entry.require_approval),
         }
-    return message_to_dict(entry)
+    return message_to_dict(entry, blobs)
 
 
-def entry_from_dict(data: Mapping[str, Any]) -> SessionEntry:
-    """Inverse of :func:`entry_to_dict`; raises ``ValueError`` for anything else."""
+def entry_from_dict(data: Mapping[str, Any], reader: BlobReader | None = None) -> SessionEntry:
+    """Inverse of :func:`entry_to_dict`; raises ``ValueError`` for anything else.
+    ``reader`` reads the bytes of parts kept outside the row."""
     role = data.get("role")
     try:
         if role == "approval_request":
@@ -151,7 +156,7 @@ def entry_from_dict(data: Mapping[str, Any]) -> SessionEntry:
             )
     except (KeyError, TypeError, AttributeError) as error:
         raise ValueError(f"stored {role} row is invalid: {error!r}") from error
-    return message_from_dict(data)
+    return message_from_dict(data, reader)
 
 
 def _text(value: Any) -> str | None:

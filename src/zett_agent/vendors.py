@@ -16,17 +16,22 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from zett_agent.stop import StopInfo, StopReason
+
+if TYPE_CHECKING:
+    from zett_agent.parts import MediaPart
 
 __all__ = [
     "LEVEL_BUDGETS",
     "NATIVE_OUTPUTS",
+    "PROTOCOL_MEDIA",
     "PROTOCOL_STRUCTURED_OUTPUT",
     "REASONING_LEVELS",
     "VENDORS",
     "HTTPRefusal",
+    "MediaInput",
     "QuotaRule",
     "ReasoningMap",
     "ServerTool",
@@ -35,6 +40,7 @@ __all__ = [
     "forced_tool_allowed",
     "get_vendor",
     "match_http_refusal",
+    "media_problem",
     "output_fields",
     "output_kind",
     "rate_limit_fields",
@@ -166,6 +172,24 @@ class ServerToolShape:
 
 
 @dataclass(frozen=True)
+class MediaInput:
+    """What a vendor row takes of one kind of content part (image, document, audio).
+
+    ``media_types``: the media types it takes. ``url_media_types``: those it also
+    takes as a URL the provider fetches (empty: inline bytes only; zett never
+    fetches a URL itself). ``max_bytes``: the largest part's bytes (None: no
+    documented limit; the provider's own 400 decides). ``in_tool_results``: the
+    wire carries such parts in a tool result too (else they are left to the
+    result's text, which describes them).
+    """
+
+    media_types: frozenset[str]
+    url_media_types: frozenset[str] = frozenset()
+    max_bytes: int | None = None
+    in_tool_results: bool = False
+
+
+@dataclass(frozen=True)
 class Vendor:
     """One provider: where it is, how to authenticate, how it says why it stopped.
 
@@ -185,6 +209,9 @@ class Vendor:
     429 bodies that mean quota or billing (not retried). ``prompt_cache_key``:
     the row takes OpenAI's ``prompt_cache_key``. ``price_provider``: the
     genai-prices provider id (None: prices unknown, e.g. local models).
+    ``media``: the content parts it takes, by kind (:class:`MediaInput`; None:
+    the protocol's in ``PROTOCOL_MEDIA``; empty: text only), and ``media_note``
+    what a person is told when a part is refused (why, what to use instead).
     """
 
     name: str
@@ -208,6 +235,8 @@ class Vendor:
     quota_errors: tuple[QuotaRule, ...] = ()
     prompt_cache_key: bool = False
     price_provider: str | None = None
+    media: Mapping[str, MediaInput] | None = None
+    media_note: str = ""
     structured_output: StructuredOutput | None = None
 
     @property
@@ -310,6 +339,113 @@ PROTOCOL_SERVER_TOOLS: Mapping[str, Mapping[str, ServerToolShape]] = MappingProx
 )
 """Each protocol's server-tool declarations, for a vendor row that gives none."""
 
+_MB = 1_000_000
+_IMAGES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+_PDF = frozenset({"application/pdf"})
+_WAV_MP3 = frozenset({"audio/wav", "audio/mpeg"})
+
+
+def _images(
+    types: frozenset[str] = _IMAGES,
+    *,
+    url: bool = True,
+    max_bytes: int | None = None,
+    in_tool_results: bool = False,
+) -> MediaInput:
+    return MediaInput(types, types if url else frozenset(), max_bytes, in_tool_results)
+
+
+_ANTHROPIC_MEDIA = {
+    # anthropic ImageBlockParam (Base64ImageSourceParam: jpeg, png, gif, webp;
+    # URLImageSourceParam), DocumentBlockParam (Base64PDFSource, PlainTextSource,
+    # URLPDFSource); ToolResultBlockParam.content takes both. The API refuses an
+    # image whose base64 is over 5 MB (3.75 MB of bytes) and a request over 32 MB
+    # (https://docs.anthropic.com/en/docs/build-with-claude/vision, .../pdf-support)
+    "image": _images(max_bytes=5 * 1024 * 1024 * 3 // 4, in_tool_results=True),
+    "document": MediaInput(_PDF | {"text/plain"}, _PDF, 32 * _MB, in_tool_results=True),
+}
+_OPENAI_CHAT_MEDIA = {
+    # openai ChatCompletionContentPartImageParam (a URL or a data URL),
+    # ...InputAudioParam (wav, mp3; inline), File (file_data, no URL); tool
+    # messages take text parts only (ChatCompletionToolMessageParam). 50 MB of
+    # images and files per request (https://platform.openai.com/docs/guides/images-vision,
+    # .../pdf-files)
+    "image": _images(max_bytes=50 * _MB),
+    "document": MediaInput(_PDF, frozenset(), 50 * _MB),
+    "audio": MediaInput(_WAV_MP3),
+}
+_GEMINI_DOCUMENTS = frozenset(
+    {"application/pdf", "text/plain", "text/html", "text/csv", "text/markdown", "text/xml"}
+)
+_GEMINI_AUDIO = frozenset(
+    {"audio/wav", "audio/mpeg", "audio/aiff", "audio/aac", "audio/ogg", "audio/flac"}
+)
+PROTOCOL_MEDIA: Mapping[str, Mapping[str, MediaInput]] = MappingProxyType(
+    {
+        "anthropic": _ANTHROPIC_MEDIA,
+        # what every OpenAI-compatible vision server reads: image_url parts
+        "openai-chat": {"image": _images()},
+        # openai ResponseInputImageParam (image_url: URL or data URL), ResponseInputFileParam
+        # (file_data, file_url; PDFs); function_call_output.output takes
+        # input_image / input_file too (ResponseFunctionCallOutputItemListParam); no
+        # audio in ResponseInputContentParam
+        "openai-responses": {
+            "image": _images(max_bytes=50 * _MB, in_tool_results=True),
+            "document": MediaInput(_PDF, _PDF, 50 * _MB, in_tool_results=True),
+        },
+        # google-genai Part.inline_data (Blob) / file_data (FileData: a Files API, gs://
+        # or https URI the provider reads); FunctionResponse.parts takes inline images
+        # and documents (Gemini 3). 20 MB of inline data per request
+        # (https://ai.google.dev/gemini-api/docs/image-understanding, .../document-processing,
+        # .../audio, .../function-calling#multimodal)
+        "gemini": {
+            "image": _images(
+                _IMAGES - {"image/gif"} | {"image/heic", "image/heif"},
+                max_bytes=20 * _MB,
+                in_tool_results=True,
+            ),
+            "document": MediaInput(
+                _GEMINI_DOCUMENTS, _GEMINI_DOCUMENTS, 20 * _MB, in_tool_results=True
+            ),
+            "audio": MediaInput(_GEMINI_AUDIO, _GEMINI_AUDIO, 20 * _MB),
+        },
+        # Ollama /api/chat "images": base64 only (no URLs), no documents or audio
+        "ollama": {"image": _images(_IMAGES - {"image/gif"}, url=False)},
+    }
+)
+"""Each protocol's content parts, for a vendor row that gives none (``Vendor.media``)."""
+
+_PLURAL = {"image": "images", "document": "documents", "audio": "audio"}
+
+
+def media_problem(vendor: Vendor, part: MediaPart, *, tool_result: bool = False) -> str | None:
+    """Why ``vendor`` cannot take ``part`` (a user message's, or a tool result's
+    with ``tool_result``), or None when it can. Read from the row's ``media``
+    (else ``PROTOCOL_MEDIA``): the kind, the media type, URL or inline bytes, the
+    size. A URL part is never sent in a tool result (only inline bytes are)."""
+    table = vendor.media if vendor.media is not None else PROTOCOL_MEDIA.get(vendor.protocol, {})
+    kind = part.kind
+    rule = table.get(kind)
+    if rule is None:
+        return f"it takes no {_PLURAL[kind]}"
+    if tool_result and not rule.in_tool_results:
+        return f"its tool results take no {_PLURAL[kind]}"
+    if part.media_type not in rule.media_types:
+        known = ", ".join(sorted(rule.media_types))
+        return f"it takes {_PLURAL[kind]} of {known}, not {part.media_type}"
+    if part.url is not None:
+        if tool_result:
+            return "a tool result's parts are sent as bytes, not URLs"
+        if part.media_type not in rule.url_media_types:
+            return (
+                "it takes the bytes, not a URL (zett never fetches a URL itself: "
+                "read the file and attach its bytes)"
+            )
+    elif rule.max_bytes is not None and (part.size or 0) > rule.max_bytes:
+        return f"it is {part.size} bytes, more than the {rule.max_bytes} it takes"
+    return None
+
+
 NATIVE_OUTPUTS: Mapping[str, str] = MappingProxyType(
     {
         # anthropic OutputConfigParam.format: JSONOutputFormatParam {type: json_schema, schema}
@@ -400,6 +536,7 @@ _VENDORS: list[Vendor] = [
         quota_errors=_OPENAI_QUOTA,
         prompt_cache_key=True,
         price_provider="openai",
+        media=_OPENAI_CHAT_MEDIA,
         # https://platform.openai.com/docs/guides/structured-outputs (strict json_schema)
         structured_output="json_schema",
     ),
@@ -433,6 +570,8 @@ _VENDORS: list[Vendor] = [
         docs="https://api-docs.deepseek.com/api/create-chat-completion",
         reasoning=_THINKING_SWITCH,
         price_provider="deepseek",
+        media={},
+        media_note="DeepSeek's chat API takes text only",
     ),
     Vendor(
         "glm",
@@ -449,6 +588,8 @@ _VENDORS: list[Vendor] = [
         docs="https://docs.z.ai/api-reference/llm/chat-completion",
         reasoning=_THINKING_SWITCH,
         price_provider="zai",
+        # GLM-4.5V/4.6V image_url: a URL or base64, at most 5 MB (docs.z.ai vision guide)
+        media={"image": _images(frozenset({"image/png", "image/jpeg"}), max_bytes=5 * _MB)},
     ),
     Vendor(
         "kimi",
@@ -461,6 +602,8 @@ _VENDORS: list[Vendor] = [
         # 429 exceeded_current_quota_error: the account's balance (WIRE.md section 8)
         quota_errors=(QuotaRule("error.type", frozenset({"exceeded_current_quota_error"})),),
         price_provider="moonshotai",
+        # Kimi vision models: image_url with base64 data only (platform.moonshot.ai vision guide)
+        media={"image": _images(url=False)},
     ),
     Vendor(
         "openrouter",
@@ -484,6 +627,12 @@ _VENDORS: list[Vendor] = [
         server_tools={"web_search": ServerToolShape("plugins", {"id": "web"})},
         reset_headers=("x-ratelimit-reset",),  # epoch milliseconds
         price_provider="openrouter",
+        # https://openrouter.ai/docs/features/multimodal: image_url, file (PDF), input_audio
+        media={
+            "image": _images(),
+            "document": MediaInput(_PDF),
+            "audio": MediaInput(_WAV_MP3),
+        },
         # https://openrouter.ai/docs/features/structured-outputs (json_schema, strict)
         structured_output="json_schema",
     ),
@@ -496,6 +645,8 @@ _VENDORS: list[Vendor] = [
         otel_name="mistral_ai",
         docs="https://docs.mistral.ai/api/#tag/chat",
         price_provider="mistral",
+        # https://docs.mistral.ai/capabilities/vision/: image_url (URL or base64), 10 MB
+        media={"image": _images(max_bytes=10 * _MB)},
         # https://docs.mistral.ai/capabilities/structured-output/custom_structured_output/
         structured_output="json_schema",
     ),
@@ -518,6 +669,8 @@ _VENDORS: list[Vendor] = [
             },
             budget={"enable_thinking": True, "thinking_budget": BUDGET},
         ),
+        # Qwen-VL image_url (URL or base64), 10 MB (Model Studio vision guide)
+        media={"image": _images(max_bytes=10 * _MB)},
     ),
     Vendor(
         "groq",
@@ -529,6 +682,8 @@ _VENDORS: list[Vendor] = [
         reasoning=ReasoningMap(_effort("reasoning_effort", ("none", "low", "medium", "high"))),
         reset_headers=_OPENAI_RESET,
         price_provider="groq",
+        # https://console.groq.com/docs/vision: image_url, base64 images up to 4 MB
+        media={"image": _images(max_bytes=4 * _MB)},
     ),
     Vendor(
         "xai",
@@ -550,6 +705,8 @@ _VENDORS: list[Vendor] = [
         docs="https://docs.x.ai/docs/api-reference#chat-completions",
         reasoning=ReasoningMap(_effort("reasoning_effort", ("low", "high"))),  # grok-3-mini
         price_provider="x-ai",
+        # https://docs.x.ai/docs/guides/image-understanding: jpeg and png, 20 MiB
+        media={"image": _images(frozenset({"image/png", "image/jpeg"}), max_bytes=20 * 1024**2)},
         # https://docs.x.ai/docs/guides/structured-outputs (response_format json_schema)
         structured_output="json_schema",
     ),
@@ -562,6 +719,12 @@ _VENDORS: list[Vendor] = [
         # starts llama.cpp's server when no base URL is given; handles its faults
         model_class="zett_agent.local:LocalLlamaModel",
         docs="https://llama-cpp-python.readthedocs.io/en/latest/server/",
+        media={},
+        media_note=(
+            "the local model (SmolLM2-135M) reads text only: it cannot see images, read "
+            "documents or hear audio; ask a provider whose models can, e.g. "
+            "--model anthropic:claude-sonnet-4-5 or --model google:gemini-2.5-flash"
+        ),
         # the server takes only {"type": "json_object", "schema": ...}, not json_schema
         structured_output="json_object_schema",
     ),

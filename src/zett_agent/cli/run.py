@@ -44,8 +44,22 @@ if TYPE_CHECKING:
     from zett_agent.agent import Agent
     from zett_agent.cli.approvals import Asker
     from zett_agent.events import AgentEvent
+    from zett_agent.messages import UserMessage
+    from zett_agent.parts import MediaPart
 
-__all__ = ["RunOptions", "exit_code_for", "run_agent", "run_events", "stdin_prompt"]
+__all__ = [
+    "DEFAULT_MAX_ATTACH_BYTES",
+    "RunOptions",
+    "exit_code_for",
+    "read_attachments",
+    "run_agent",
+    "run_events",
+    "stdin_prompt",
+]
+
+DEFAULT_MAX_ATTACH_BYTES = 20 * 1024 * 1024
+"""``--max-attach-bytes`` by default (:data:`zett_agent.parts.DEFAULT_MAX_PART_BYTES`,
+spelled here so ``zett --help`` does not import the parts module)."""
 
 _RUN_HELP = f"""Run an agent on PROMPT (or on stdin) and stream its answer.
 
@@ -62,6 +76,11 @@ only with --tool-choice (llama.cpp's server ignores tools sent without one).
 With --db FILE each message is stored as it completes; --session ID continues
 that session (a new one is made and named on stderr otherwise). zett sessions
 lists, shows and resumes them.
+
+--attach FILE (repeatable) sends an image, a PDF or audio with the prompt, its
+media type from the file name or its first bytes; a file over --max-attach-bytes
+is refused unread, and a provider that cannot take it (the local model reads
+text only) is an error before anything is sent.
 
 Exit status:
 
@@ -86,6 +105,8 @@ class RunOptions:
     prompt: str | None
     model: str | None = None
     """``--model`` (or ``ZETT_MODEL``); None: unset (:mod:`zett_agent.cli.remembered`)."""
+    parts: Sequence[MediaPart] = ()
+    """``--attach``: the files sent with the prompt, read."""
     max_tokens: int | None = None
     max_turns: int | None = None
     tools: Sequence[Callable[..., Any]] = ()
@@ -115,6 +136,15 @@ class RunOptions:
     explicit: frozenset[str] = frozenset()
     """The remembered options (model, tools, mcp, require_approval) given on the
     command line: the others come from a stored session's settings."""
+
+    @property
+    def message(self) -> str | UserMessage | None:
+        """What is asked: the prompt, with the attachments as parts when there are."""
+        if self.prompt is None or not self.parts:
+            return self.prompt
+        from zett_agent.messages import UserMessage
+
+        return UserMessage(self.prompt, tuple(self.parts))
 
 
 def validate_tool_choice(choice: str | None, tools: Sequence[Callable[..., Any]]) -> None:
@@ -202,6 +232,17 @@ def run(
             "or a thinking budget in tokens (a number), as the provider takes it."
         ),
     ] = None,
+    attach: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="A file to send with the prompt: an image, a PDF or audio (repeatable; "
+            "media type from the file).",
+        ),
+    ] = None,
+    max_attach_bytes: Annotated[
+        int,
+        typer.Option(min=1, help="Largest file --attach reads, in bytes (refused unread)."),
+    ] = DEFAULT_MAX_ATTACH_BYTES,
     output_schema: Annotated[
         Path | None,
         typer.Option(
@@ -226,6 +267,7 @@ def run(
         raise typer.BadParameter("give a PROMPT or pipe one on stdin", param_hint="PROMPT")
     options = RunOptions(
         prompt=text,
+        parts=read_attachments(attach or (), max_attach_bytes),
         model=model,
         max_tokens=max_tokens,
         max_turns=max_turns,
@@ -247,6 +289,25 @@ def run(
         explicit=explicit_options(ctx, REMEMBERED),
     )
     raise typer.Exit(run_in_terminal(options))
+
+
+def read_attachments(paths: Sequence[Path], max_bytes: int) -> tuple[MediaPart, ...]:
+    """The ``--attach`` files as parts; a file that is missing, unreadable, of an
+    unknown media type or over ``max_bytes`` (judged from its size, unread) is a
+    ``typer.BadParameter`` (exit 2) naming it."""
+    from zett_agent.parts import part_from_file
+
+    parts = []
+    for path in paths:
+        try:
+            parts.append(part_from_file(path, max_bytes=max_bytes))
+        except OSError as error:
+            raise typer.BadParameter(
+                f"{path}: {error.strerror or error}", param_hint="--attach"
+            ) from None
+        except ValueError as error:  # PartTooLargeError too
+            raise typer.BadParameter(f"{path}: {error}", param_hint="--attach") from None
+    return tuple(parts)
 
 
 def _read_schema(path: Path) -> dict[str, Any]:
@@ -310,7 +371,7 @@ async def run_events(
 
     asker = asker or Asker(err)
     if options.db is None:
-        plain = approval_rounds(agent.stream(options.prompt), agent.approve_stream, asker)
+        plain = approval_rounds(agent.stream(options.message), agent.approve_stream, asker)
         async with aclosing(plain):
             async for event in plain:
                 yield event
@@ -327,7 +388,7 @@ async def run_events(
             await client.store.append(sid, current)
         if options.session is None and not options.json_events:
             err.print(f"session {sid}", style="dim", highlight=False)
-        prompt = options.prompt
+        prompt = options.message
         waiting = await client.pending_approval(sid) if prompt is None else None
         if waiting is not None:  # resume a session that waits for approval: decide first
             decisions = await asker.decide(waiting)
@@ -363,6 +424,7 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
     try:
         options = await _remembered(options, err)
         model = _resolve(options)
+        check_attachments(options, model)  # before a local server is started for nothing
         base_url = getattr(model, "base_url", None)
         printer.url = base_url if not getattr(model, "starts_server", False) else None
         if getattr(model, "starts_server", False):
@@ -447,6 +509,18 @@ async def _remembered(options: RunOptions, err: Console) -> RunOptions:
             stored = last_settings(await store.rows(options.session))
     environment = options.model if options.model_variable is not None else None
     return with_remembered(options, stored, options.explicit, environment, DEFAULT_MODEL, err)
+
+
+def check_attachments(options: RunOptions, model: Any) -> None:
+    """Raise the ConfigError the request would raise when the model's provider
+    cannot take an attachment (a chain is checked by each model as it is tried)."""
+    vendor = getattr(model, "vendor", None)
+    if not options.parts or vendor is None:
+        return
+    from zett_agent.messages import UserMessage
+    from zett_agent.protocols.base import user_parts
+
+    user_parts(UserMessage(options.prompt or "", tuple(options.parts)), vendor)
 
 
 def _resolve(options: RunOptions) -> Any:

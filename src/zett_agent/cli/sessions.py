@@ -154,8 +154,10 @@ def show(
         match message:
             case SystemMessage(content=content):
                 out.print(Text.assemble(("system: ", "bold magenta"), content))
-            case UserMessage(content=content):
+            case UserMessage(content=content, parts=parts):
                 out.print(Text.assemble(("user: ", "bold blue"), content))
+                for part in parts:  # attachments: described, never printed as bytes
+                    out.print(Text(f"  {part.describe()}", style="dim"))
             case AssistantMessage():
                 out.print(Text.assemble(("assistant: ", "bold green"), message.text))
                 for call in message.tool_calls:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import Iterable, Mapping
@@ -14,7 +15,7 @@ from zett_agent.agent import Agent
 from zett_agent.durable.checkpoints import decode_final
 from zett_agent.durable.steps import DurableExtension, DurableModel
 from zett_agent.errors import ResumeError
-from zett_agent.messages import AssistantMessage
+from zett_agent.messages import AssistantMessage, UserMessage, message_to_dict
 from zett_agent.sessions import SessionStore, SQLiteSessionStore, live_rows
 from zett_agent.sessions.decisions import take_decision, waiting_request
 from zett_agent.tools.approvals import (
@@ -110,32 +111,48 @@ class DurableAgent:
         return copy
 
     async def run(
-        self, prompt: str | None, *, session_id: str, run_id: str | None = None
+        self, prompt: str | UserMessage | None, *, session_id: str, run_id: str | None = None
     ) -> AssistantMessage:
         """Run ``prompt`` in the session as a durable run in this process and return
         its final message (as :meth:`Agent.run`: an abnormal stop is on
         ``message.stop``). A ``run_id`` that exists already is not started again:
-        its result is returned (waiting for it if it is still going). Raises
-        :class:`~zett_agent.errors.ConfigError` before :func:`launch`."""
+        its result is returned (waiting for it if it is still going). A
+        :class:`~zett_agent.messages.UserMessage` prompt's large parts are put in
+        the store's blobs first and the workflow's input refers to them by hash.
+        Raises :class:`~zett_agent.errors.ConfigError` before :func:`launch`."""
         runtime.require_launched()
+        given = await self._input(prompt, session_id)
         with SetWorkflowID(run_id or new_run_id()):
             handle = await DBOS.start_workflow_async(
-                runtime.run_workflow, self.name, session_id, prompt
+                runtime.run_workflow, self.name, session_id, given
             )
         return final_of(await handle.get_result())
 
     async def submit(
-        self, prompt: str | None, *, session_id: str, run_id: str | None = None
+        self, prompt: str | UserMessage | None, *, session_id: str, run_id: str | None = None
     ) -> str:
         """Put a run on the queue for any worker (this process too, once launched)
         and return its run id. Submitting a run id again changes nothing."""
         runtime.require_launched()
         run_id = run_id or new_run_id()
+        given = await self._input(prompt, session_id)
         with SetWorkflowID(run_id):
             await DBOS.enqueue_workflow_async(
-                runtime.QUEUE_NAME, runtime.run_workflow, self.name, session_id, prompt
+                runtime.QUEUE_NAME, runtime.run_workflow, self.name, session_id, given
             )
         return run_id
+
+    async def _input(self, prompt: str | UserMessage | None, session_id: str) -> str | None:
+        """The workflow's prompt input: the text, or a message's stored JSON
+        (:data:`~zett_agent.durable.runtime.MESSAGE_PROMPT` + its JSON, parts by hash)."""
+        if not isinstance(prompt, UserMessage):
+            return prompt
+        blobs: dict[str, bytes | None] = {}
+        text = runtime.MESSAGE_PROMPT + json.dumps(message_to_dict(prompt, blobs))
+        for data in blobs.values():
+            if data is not None:
+                await self.store.put_blob(session_id, data)
+        return text
 
     # ------------------------------------------------------------ approvals
 

@@ -13,7 +13,11 @@ model call         ``{"response": <assistant message whose stop is the call's
                    ``{"error": {"class", "message", "provider", "status",
                    "error_type", "code", "retry_after", "body"}}``
 run output         the final assistant message
-tool call          ``{"result": <tool result message>}``
+tool call          ``{"result": <tool result message>}``; its parts' bytes over
+                   the threshold are put in the session store's blobs first
+                   (:meth:`SessionStore.put_blob`) and referred to by hash
+                   (``{"blob": <sha256>, "size"}``), so a checkpoint never
+                   holds a large image twice; smaller ones are inline
 hooks              ``pending_messages``: ``{"messages": [...]}``; ``before_tool``,
                    ``after_tool``: ``{"result": <tool result> | None}``;
                    ``on_complete``: the reason or None; ``before_model`` and
@@ -36,6 +40,7 @@ from zett_agent.messages import (
     message_to_dict,
     storable_json,
 )
+from zett_agent.parts import BlobReader
 from zett_agent.protocols.base import ModelResponse
 
 __all__ = [
@@ -135,15 +140,20 @@ def decode_final(text: str) -> AssistantMessage:
     return message
 
 
-def encode_tool_result(result: ToolResultMessage | None) -> str:
-    return _dumps({"result": None if result is None else message_to_dict(result)})
+def encode_tool_result(
+    result: ToolResultMessage | None, blobs: dict[str, bytes | None] | None = None
+) -> str:
+    """A tool call's checkpoint; with ``blobs``, its large parts' bytes are put there
+    (by SHA-256) and referred to (the caller stores them before the checkpoint)."""
+    return _dumps({"result": None if result is None else message_to_dict(result, blobs)})
 
 
-def decode_tool_result(text: str) -> ToolResultMessage | None:
+def decode_tool_result(text: str, reader: BlobReader | None = None) -> ToolResultMessage | None:
+    """The result a checkpoint holds; ``reader`` reads its parts kept by hash."""
     data = json.loads(text)["result"]
     if data is None:
         return None
-    message = message_from_dict(data)
+    message = message_from_dict(data, reader)
     assert isinstance(message, ToolResultMessage)
     return message
 

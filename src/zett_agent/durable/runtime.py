@@ -35,7 +35,7 @@ from zett_agent.durable.checkpoints import encode_final
 from zett_agent.durable.steps import DurableJournal, step
 from zett_agent.errors import ConfigError
 from zett_agent.events import AgentEvent, AgentEventType
-from zett_agent.messages import Message
+from zett_agent.messages import Message, UserMessage, message_from_dict
 from zett_agent.sessions import SessionStore, SQLiteSessionStore, StoredRow, live_rows
 from zett_agent.sessions.base import messages_of
 from zett_agent.sessions.journal import started_calls
@@ -47,10 +47,12 @@ if TYPE_CHECKING:
 __all__ = [
     "APPROVAL_EVENT",
     "APP_NAME",
+    "MESSAGE_PROMPT",
     "QUEUE_NAME",
     "WORKFLOW_NAME",
     "DurableConfig",
     "launch",
+    "prompt_of",
     "register",
     "shutdown",
     "store_for",
@@ -97,6 +99,22 @@ def unregister(durable: DurableAgent) -> None:
         del _AGENTS[durable.name]
 
 
+MESSAGE_PROMPT = "\x00zett-user-message:"
+"""How a workflow's prompt input marks a user message with parts (stored JSON, its
+parts' bytes in the session store's blobs, by hash) rather than plain text."""
+
+
+def prompt_of(prompt: str | None, store: SessionStore, session_id: str) -> str | UserMessage | None:
+    """The prompt a workflow input stands for: text, or the user message it holds."""
+    if prompt is None or not prompt.startswith(MESSAGE_PROMPT):
+        return prompt
+    message = message_from_dict(
+        json.loads(prompt[len(MESSAGE_PROMPT) :]), store.blob_reader(session_id)
+    )
+    assert isinstance(message, UserMessage)
+    return message
+
+
 @DBOS.workflow(name=WORKFLOW_NAME)
 async def run_workflow(agent_name: str, session_id: str, prompt: str | None) -> str:
     """The durable run: the final assistant message as stored JSON text."""
@@ -109,6 +127,7 @@ async def run_workflow(agent_name: str, session_id: str, prompt: str | None) -> 
 
     last = await step(f"{durable.name}.session", last_row)
     rows = live_rows([r for r in await store.rows(session_id) if r.seq <= last])
+    asked = prompt_of(prompt, store, session_id)
 
     def start(
         agent: Agent,
@@ -118,7 +137,7 @@ async def run_workflow(agent_name: str, session_id: str, prompt: str | None) -> 
         run_id: str,
     ) -> AsyncGenerator[AgentEvent, None]:
         return agent.stream(
-            prompt, history=history, on_message=on_message, run_id=run_id, journal=journal
+            asked, history=history, on_message=on_message, run_id=run_id, journal=journal
         )
 
     return await drive(durable, session_id, rows, start)

@@ -41,7 +41,7 @@ from zett_agent.durable.checkpoints import (
     encode_model_response,
     encode_tool_result,
 )
-from zett_agent.errors import ConfigError
+from zett_agent.errors import ConfigError, SessionStoreError
 from zett_agent.extensions import Extension, RecoveryContext, RetryRequest
 from zett_agent.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 from zett_agent.models import ModelClient
@@ -160,9 +160,19 @@ class DurableJournal:
         self, call: ToolCall, execute: Callable[[], Awaitable[ToolResultMessage]]
     ) -> ToolResultMessage:
         async def run() -> str:
-            return encode_tool_result(await execute())
+            result = await execute()
+            blobs: dict[str, bytes | None] = {}
+            text = encode_tool_result(result, blobs)
+            try:
+                for data in blobs.values():  # stored before the checkpoint that refers to them
+                    if data is not None:
+                        await self.store.put_blob(self.session_id, data)
+            except SessionStoreError:  # a store that keeps no blobs: the bytes inline
+                text = encode_tool_result(result)
+            return text
 
-        result = decode_tool_result(await step(f"{self.step_prefix}.{call.name}", run))
+        checkpoint = await step(f"{self.step_prefix}.{call.name}", run)
+        result = decode_tool_result(checkpoint, self.store.blob_reader(self.session_id))
         assert result is not None
         return result
 

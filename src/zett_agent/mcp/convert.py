@@ -6,8 +6,10 @@ How a result becomes the text the model reads (MCP specification, "Tools" →
 
 ======================  =====================================================
 ``text``                the text
-``image``, ``audio``    ``[image image/png, 1234 bytes]``: described, not sent
-                        (tool results are text in every protocol zett speaks)
+``image``, ``audio``    ``[image image/png, 1234 bytes]``, and the bytes as a
+                        part (:func:`result_parts`), sent where the provider
+                        takes them in tool results (README: "Images, documents
+                        and audio"); elsewhere the description is all it reads
 ``resource`` (text)     ``[resource file:///a.txt text/plain]`` then its text
 ``resource`` (blob)     ``[resource file:///a.bin application/gzip, 99 bytes]``
 ``resource_link``       ``[resource link file:///a.txt: name — description]``
@@ -34,12 +36,13 @@ import mcp_types
 from pydantic import BaseModel, ConfigDict
 
 from zett_agent.messages import ToolCall, ToolResultMessage, storable_json
+from zett_agent.parts import DEFAULT_MAX_PART_BYTES, AudioPart, ImagePart, MediaPart
 from zett_agent.protocols.base import ToolSpec
 from zett_agent.tools import Tool
 
 from .schema import sanitize_schema
 
-__all__ = ["MCPTool", "result_text"]
+__all__ = ["MCPTool", "result_parts", "result_text"]
 
 CallFunction = Callable[[str, dict[str, Any]], Awaitable[mcp_types.CallToolResult]]
 """Calls the server's tool by its own name with the arguments; raises when the call fails."""
@@ -104,7 +107,10 @@ class MCPTool(Tool):
                 f"{type(error).__name__}: {error}",
             )
         text = result_text(result, self.max_result_chars)
-        return ToolResultMessage(call.id, call.name, text, is_error=bool(result.is_error))
+        parts = result_parts(result)
+        return ToolResultMessage(
+            call.id, call.name, text, is_error=bool(result.is_error), parts=parts
+        )
 
 
 def make_tool(
@@ -154,6 +160,29 @@ def result_text(result: mcp_types.CallToolResult, max_chars: int) -> str:
     if len(text) > max_chars:
         text = f"{text[:max_chars]}\n[result cut: {len(text)} characters, the limit is {max_chars}]"
     return text
+
+
+def result_parts(
+    result: mcp_types.CallToolResult, max_bytes: int = DEFAULT_MAX_PART_BYTES
+) -> tuple[MediaPart, ...]:
+    """The image and audio items of ``result`` as parts (the text describes them
+    too). An item over ``max_bytes`` (judged from its base64 length, before
+    decoding), with invalid base64 or a media type of another kind is left to its
+    description."""
+    parts: list[MediaPart] = []
+    for item in result.content:
+        match item:
+            case mcp_types.ImageContent(mime_type=mime, data=data):
+                cls: type[MediaPart] = ImagePart
+            case mcp_types.AudioContent(mime_type=mime, data=data):
+                cls = AudioPart
+            case _:
+                continue
+        try:
+            parts.append(cls.from_data_url(f"data:{mime};base64,{data}", max_bytes=max_bytes))
+        except ValueError:  # too large (PartTooLargeError), not base64, another kind
+            continue
+    return tuple(parts)
 
 
 def _item_text(item: Any) -> tuple[str, bool]:

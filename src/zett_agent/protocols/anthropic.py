@@ -22,6 +22,14 @@ so both paths give the same :class:`ModelResponse`.
 A ``tool_use`` block is open until its ``content_block_stop`` (``ToolCall.closed``); an
 open call never runs. A body has no block events: its last block, when it is a tool
 call, is judged by the stop (cut under ``max_tokens``, see ``ResponseBuilder.build``).
+
+Content parts (anthropic ``ImageBlockParam``, ``DocumentBlockParam``): an image is an
+``image`` block whose ``source`` is ``base64`` (media type + data) or ``url``; a PDF
+is a ``document`` block (``base64`` or ``url`` source, ``title`` = the part's name),
+plain text a ``document`` with a ``text`` source. A user message with parts sends
+its text as the first ``text`` block. A tool result with parts sends
+``tool_result.content`` as a list: its text, then the image and document blocks
+(``ToolResultBlockParam.content`` takes both). No audio.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ from zett_agent.messages import (
     UserMessage,
 )
 from zett_agent.messages import Usage as TokenUsage
+from zett_agent.parts import MediaPart, Part, TextPart
 from zett_agent.protocols.base import (
     Decoder,
     ErrorFields,
@@ -57,7 +66,9 @@ from zett_agent.protocols.base import (
     merge_options,
     parse_json,
     raw_value,
+    result_parts,
     stop,
+    user_parts,
 )
 from zett_agent.stop import StopInfo, StopReason
 from zett_agent.vendors import Vendor
@@ -115,16 +126,20 @@ class AnthropicMessages(WireProtocol):
         messages: list[dict[str, Any]] = []
         for message in request.messages:
             if isinstance(message, UserMessage):
+                parts = user_parts(message, vendor)
                 last = messages[-1] if messages else None
                 if last and last["role"] == "user" and isinstance(last["content"], list):
-                    last["content"].append({"type": "text", "text": message.content})
+                    last["content"].extend(_blocks(message.content, parts))
+                elif parts:
+                    messages.append({"role": "user", "content": _blocks(message.content, parts)})
                 else:
                     messages.append({"role": "user", "content": message.content})
             elif isinstance(message, ToolResultMessage):
+                text, sent = result_parts(message, vendor)
                 block: dict[str, Any] = {
                     "type": "tool_result",
                     "tool_use_id": message.tool_call_id,
-                    "content": message.content,
+                    "content": _blocks(text, sent) if sent else text,
                 }
                 if message.is_error:
                     block["is_error"] = True
@@ -190,6 +205,34 @@ class AnthropicMessages(WireProtocol):
         else:
             blocks.insert(0, {"type": "text", "text": prefix})
         return {**record, "content": blocks}
+
+
+def _blocks(text: str, parts: tuple[Part, ...] | list[Part]) -> list[dict[str, Any]]:
+    """``text`` (when not empty) and ``parts`` as content blocks."""
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    for part in parts:
+        if isinstance(part, TextPart):
+            blocks.append({"type": "text", "text": part.text})
+        else:
+            blocks.append(_media_block(part))
+    return blocks
+
+
+def _media_block(part: MediaPart) -> dict[str, Any]:
+    """An ``image`` or ``document`` block (anthropic ``ImageBlockParam``,
+    ``DocumentBlockParam``); the vendor row has checked the kind and media type."""
+    source: dict[str, Any]
+    if part.url is not None:
+        source = {"type": "url", "url": part.url}
+    elif part.media_type == "text/plain":
+        text = (part.data or b"").decode("utf-8", "replace")
+        source = {"type": "text", "media_type": "text/plain", "data": text}
+    else:
+        source = {"type": "base64", "media_type": part.media_type, "data": part.base64()}
+    block: dict[str, Any] = {"type": part.kind, "source": source}
+    if part.kind == "document" and part.name:
+        block["title"] = part.name
+    return block
 
 
 _EPHEMERAL = {"type": "ephemeral"}

@@ -31,7 +31,16 @@ from zett_agent.errors import (
     StreamError,
     looks_like_context_overflow,
 )
-from zett_agent.messages import AssistantMessage, Message, ModelAttempt, ToolCall, Usage
+from zett_agent.messages import (
+    AssistantMessage,
+    Message,
+    ModelAttempt,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from zett_agent.parts import MediaPart, Part, TextPart
 from zett_agent.protocols.arguments import ArgumentText, Shape
 from zett_agent.stop import StopInfo, StopReason
 from zett_agent.vendors import (
@@ -39,6 +48,7 @@ from zett_agent.vendors import (
     Vendor,
     dig,
     match_http_refusal,
+    media_problem,
     output_fields,
     rate_limit_fields,
     reasoning_fields,
@@ -71,7 +81,9 @@ __all__ = [
     "names_in",
     "parse_json",
     "raw_value",
+    "result_parts",
     "retry_after_seconds",
+    "user_parts",
 ]
 
 
@@ -787,6 +799,46 @@ def load_json(body: bytes | str) -> Any:
     except (ValueError, UnicodeDecodeError, RecursionError) as error:
         text = body[:200] if isinstance(body, str) else body[:200].decode("utf-8", "replace")
         raise DecodeError(f"body is not JSON: {text!r}") from error
+
+
+def user_parts(message: UserMessage, vendor: Vendor, *, loaded: bool = True) -> tuple[Part, ...]:
+    """The parts of a user message, each checked against ``vendor``'s row
+    (:func:`~zett_agent.vendors.media_problem`). Raises
+    :class:`~zett_agent.errors.ConfigError` naming the part and the provider (and
+    the row's ``media_note``) for one it cannot take, or, with ``loaded`` (when
+    encoding), whose bytes are not loaded: nothing is sent, never a silent drop."""
+    for number, part in enumerate(message.parts, 1):
+        if isinstance(part, TextPart):
+            continue
+        problem = media_problem(vendor, part)
+        if problem is None and loaded and part.needs_loading:
+            problem = "its bytes are not loaded (Model.stream loads stored parts first)"
+        if problem is not None:
+            note = f"; {vendor.media_note}" if vendor.media_note else ""
+            raise ConfigError(
+                f"{vendor.name} cannot take part {number} of the user message, "
+                f"{part.describe()}: {problem}{note}"
+            )
+    return message.parts
+
+
+def result_parts(message: ToolResultMessage, vendor: Vendor) -> tuple[str, list[Part]]:
+    """What a tool result sends on ``vendor``: its text and the parts the row takes
+    in tool results (``MediaInput.in_tool_results``; text parts always). A media
+    part it cannot take there is left to the text, which gets the part's
+    description (``MediaPart.describe()``) when it does not hold it already."""
+    text = message.content
+    sent: list[Part] = []
+    for part in message.parts:
+        if isinstance(part, MediaPart) and (
+            part.needs_loading or media_problem(vendor, part, tool_result=True) is not None
+        ):
+            description = part.describe()
+            if description not in text:
+                text = f"{text}\n{description}" if text else description
+        else:
+            sent.append(part)
+    return text, sent
 
 
 def add_settings(body: dict[str, Any], request: ModelRequest, vendor: Vendor) -> dict[str, Any]:

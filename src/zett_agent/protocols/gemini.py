@@ -54,6 +54,18 @@ Mappings, from https://ai.google.dev/api/generate-content#FinishReason (``Finish
 
 ``usageMetadata`` comes on every chunk and is not cumulative: the last one with counts
 wins. Output tokens include ``thoughtsTokenCount``.
+
+An input the provider blocks (an image included) arrives as ``promptFeedback.blockReason``
+(google-genai ``BlockedReason``: ``SAFETY``, ``OTHER``, ``BLOCKLIST``,
+``PROHIBITED_CONTENT``, ``IMAGE_SAFETY``, ``MODEL_ARMOR``, ``JAILBREAK``): REFUSAL with
+the value as category, on both paths. The ``IMAGE_*`` finish reasons are about images
+the model generated.
+
+Content parts (google-genai ``Part``): bytes are ``inlineData`` (``mimeType``, base64
+``data``), a URL is ``fileData`` (``mimeType``, ``fileUri``: a Files API, ``gs://`` or
+``https`` URI the provider reads). A tool result's image and document parts go in
+``functionResponse.parts`` as ``inlineData`` (google-genai ``FunctionResponsePart``,
+multimodal function responses of Gemini 3 models); its text stays in ``response``.
 """
 
 from __future__ import annotations
@@ -72,6 +84,7 @@ from zett_agent.messages import (
     Usage,
     UserMessage,
 )
+from zett_agent.parts import Part, TextPart
 from zett_agent.protocols.base import (
     Decoder,
     ErrorFields,
@@ -92,7 +105,9 @@ from zett_agent.protocols.base import (
     merge_options,
     parse_json,
     raw_value,
+    result_parts,
     stop,
+    user_parts,
 )
 from zett_agent.stop import StopInfo, StopReason
 from zett_agent.vendors import Vendor
@@ -172,7 +187,7 @@ class Gemini(WireProtocol):
             request = replace(request, messages=request.messages[:-1])
         model = request.model.removeprefix("models/")
         system = [m.content for m in request.messages if isinstance(m, SystemMessage)]
-        body: dict[str, Any] = {"contents": _contents(request)}
+        body: dict[str, Any] = {"contents": _contents(request, vendor)}
         if system:
             body["systemInstruction"] = {"parts": [{"text": "\n\n".join(system)}]}
         if request.tools:
@@ -216,12 +231,14 @@ def _continuation_token(messages: Sequence[Message]) -> str | None:
     return token if paused and isinstance(token, str) and token else None
 
 
-def _contents(request: ModelRequest) -> list[dict[str, Any]]:
+def _contents(request: ModelRequest, vendor: Vendor) -> list[dict[str, Any]]:
     contents: list[dict[str, Any]] = []
     call_ids: set[str] = set()  # ids Gemini gave its calls, to echo in functionResponse
     for message in request.messages:
         if isinstance(message, UserMessage):
-            contents.append({"role": "user", "parts": [{"text": message.content}]})
+            given = user_parts(message, vendor)
+            wire = _parts(message.content, given) if given else [{"text": message.content}]
+            contents.append({"role": "user", "parts": wire})
         elif isinstance(message, AssistantMessage):
             record = as_dict(message.provider_record)
             content = as_dict(record.get("content"))
@@ -237,8 +254,15 @@ def _contents(request: ModelRequest) -> list[dict[str, Any]]:
             if parts:
                 contents.append({"role": "model", "parts": parts})
         elif isinstance(message, ToolResultMessage):
-            answer = {"error" if message.is_error else "result": message.content}
+            text, sent = result_parts(message, vendor)
+            for extra in sent:
+                if isinstance(extra, TextPart):
+                    text = f"{text}\n{extra.text}" if text else extra.text
+            answer = {"error" if message.is_error else "result": text}
             reply: dict[str, Any] = {"name": message.name, "response": answer}
+            media = [p for p in _parts("", sent) if "inlineData" in p]
+            if media:
+                reply["parts"] = media
             if message.tool_call_id in call_ids:
                 reply["id"] = message.tool_call_id
             part = {"functionResponse": reply}
@@ -252,6 +276,20 @@ def _contents(request: ModelRequest) -> list[dict[str, Any]]:
             else:
                 contents.append({"role": "user", "parts": [part]})
     return contents
+
+
+def _parts(text: str, parts: tuple[Part, ...] | list[Part]) -> list[dict[str, Any]]:
+    """``text`` and ``parts`` as Gemini parts (google-genai ``Part``: text,
+    ``inlineData``, ``fileData``)."""
+    out: list[dict[str, Any]] = [{"text": text}] if text else []
+    for part in parts:
+        if isinstance(part, TextPart):
+            out.append({"text": part.text})
+        elif part.url is not None:
+            out.append({"fileData": {"mimeType": part.media_type, "fileUri": part.url}})
+        else:
+            out.append({"inlineData": {"mimeType": part.media_type, "data": part.base64()}})
+    return out
 
 
 @dataclass

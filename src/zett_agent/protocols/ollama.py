@@ -16,6 +16,11 @@ unload examples; ``done_reason`` is an open string set in ``server/routes.go`` a
 
 Tool-call ``arguments`` are JSON objects on Ollama's wire and JSON text in
 :class:`~zett_agent.messages.ToolCall`; they are converted both ways.
+
+Content parts (ollama ``Message.images``): a user message's images go in its
+``images`` list as base64, its text parts joined to ``content``. Ollama takes no URL
+(zett never fetches one: a URL part is a ConfigError), no documents or audio; a tool
+result's parts are described in its text.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from zett_agent.messages import (
     Usage,
     UserMessage,
 )
+from zett_agent.parts import MediaPart, TextPart
 from zett_agent.protocols.base import (
     Decoder,
     ErrorShape,
@@ -48,7 +54,9 @@ from zett_agent.protocols.base import (
     merge_options,
     parse_json,
     raw_value,
+    result_parts,
     stop,
+    user_parts,
 )
 from zett_agent.stop import StopReason
 from zett_agent.vendors import Vendor
@@ -75,13 +83,23 @@ class OllamaChat(WireProtocol):
             if isinstance(message, SystemMessage):
                 messages.append({"role": "system", "content": message.content})
             elif isinstance(message, UserMessage):
-                messages.append({"role": "user", "content": message.content})
+                parts = user_parts(message, vendor)
+                texts = [message.content] + [p.text for p in parts if isinstance(p, TextPart)]
+                entry: dict[str, Any] = {
+                    "role": "user",
+                    "content": "\n\n".join(t for t in texts if t) if parts else message.content,
+                }
+                images = [p.base64() for p in parts if isinstance(p, MediaPart)]
+                if images:
+                    entry["images"] = images
+                messages.append(entry)
             elif isinstance(message, ToolResultMessage):
-                messages.append(
-                    {"role": "tool", "content": message.content, "tool_name": message.name}
-                )
+                text, sent = result_parts(message, vendor)
+                for part in sent:
+                    text = f"{text}\n{part.describe()}" if text else part.describe()
+                messages.append({"role": "tool", "content": text, "tool_name": message.name})
             elif isinstance(message, AssistantMessage):
-                entry: dict[str, Any] = {"role": "assistant", "content": message.text}
+                entry = {"role": "assistant", "content": message.text}
                 if message.tool_calls:
                     entry["tool_calls"] = [
                         {"function": {"name": c.name, "arguments": c.arguments_object()}}

@@ -30,6 +30,13 @@ never says whether a call was finished: under ``length`` (or a vendor's context 
 the builder takes the last call as cut (``ToolCall.closed`` False, never run), whatever
 its arguments look like. A
 ``reasoning_content`` the provider sent, even ``""``, goes back in the replayed turn.
+
+Content parts (openai ``ChatCompletionContentPartParam``): a user message with parts
+sends ``content`` as a list: ``text``, ``image_url`` (the URL, or a ``data:`` URL of
+the bytes), ``input_audio`` (base64 ``data``, ``format`` ``wav``/``mp3``) and
+``file`` (``file_data`` a ``data:`` URL, ``filename``). Which of them a vendor row
+takes is its ``media``. A tool message takes text only
+(``ChatCompletionToolMessageParam``): a tool result's parts are described in its text.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ from zett_agent.messages import (
     Usage,
     UserMessage,
 )
+from zett_agent.parts import MediaPart, Part, TextPart
 from zett_agent.protocols.base import (
     Decoder,
     ErrorFields,
@@ -63,6 +71,7 @@ from zett_agent.protocols.base import (
     parse_json,
     raw_value,
     stop,
+    user_parts,
 )
 from zett_agent.stop import StopInfo, StopReason
 from zett_agent.vendors import Vendor, dig
@@ -112,7 +121,7 @@ class OpenAIChat(WireProtocol):
     def encode_request(self, request: ModelRequest, vendor: Vendor) -> HTTPRequest:
         body: dict[str, Any] = {
             "model": request.model,
-            "messages": [_encode_message(m) for m in request.messages],
+            "messages": [_encode_message(m, vendor) for m in request.messages],
             "stream": request.stream,
         }
         if request.stream:
@@ -152,17 +161,50 @@ def _recorded_message(record: Mapping[str, Any] | None) -> Mapping[str, Any] | N
     return message if isinstance(message, Mapping) else None
 
 
-def _encode_message(message: Message) -> dict[str, Any]:
+def _encode_message(message: Message, vendor: Vendor) -> dict[str, Any]:
     if isinstance(message, SystemMessage):
         return {"role": "system", "content": message.content}
     if isinstance(message, UserMessage):
-        return {"role": "user", "content": message.content}
+        parts = user_parts(message, vendor)
+        if not parts:
+            return {"role": "user", "content": message.content}
+        return {"role": "user", "content": _content_parts(message.content, parts)}
     if isinstance(message, ToolResultMessage):
-        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+        text = message.content
+        for part in message.parts:  # a tool message is text: media parts are described
+            line = part.describe()
+            if isinstance(part, TextPart) or line not in message.content:
+                text = f"{text}\n{line}" if text else line
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": text}
     recorded = _recorded_message(message.provider_record)
     if recorded is not None:
         return dict(recorded)
     return _assistant_dict(message.text, _tool_call_dicts(message.tool_calls))
+
+
+_AUDIO_FORMATS = {"audio/wav": "wav", "audio/mpeg": "mp3"}
+
+
+def _content_parts(text: str, parts: tuple[Part, ...]) -> list[dict[str, Any]]:
+    """A user message's ``content`` list (openai ``ChatCompletionContentPartParam``)."""
+    out: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    for part in parts:
+        if isinstance(part, TextPart):
+            out.append({"type": "text", "text": part.text})
+        elif part.kind == "image":
+            out.append({"type": "image_url", "image_url": {"url": part.url or part.data_url()}})
+        elif part.kind == "audio":
+            audio = {"data": part.base64(), "format": _AUDIO_FORMATS[part.media_type]}
+            out.append({"type": "input_audio", "input_audio": audio})
+        else:
+            file = {"file_data": part.data_url(), "filename": part.name or _file_name(part)}
+            out.append({"type": "file", "file": file})
+    return out
+
+
+def _file_name(part: MediaPart) -> str:
+    """A file name for a document sent without one (OpenAI asks for ``filename``)."""
+    return "document.pdf" if part.media_type == "application/pdf" else "document"
 
 
 def _assistant_dict(

@@ -31,7 +31,16 @@ in ``../shared/corpus/WIRE.md`` section 3:
 
 Events after the terminal one (OpenCode Zen's ``ping`` cost frame) are ignored. A
 moderation-flagged input that still completes (``moderation`` on a ``completed``
-response) is what it says: a completed answer.
+response) is what it says: a completed answer. An input image the policy blocks ends
+``failed`` with ``error.code`` ``image_content_policy_violation``: REFUSAL with that
+code as category.
+
+Content parts (openai ``ResponseInputContentParam``): a user message with parts sends
+``content`` as a list of ``input_text``, ``input_image`` (``image_url``: the URL or a
+``data:`` URL, ``detail: "auto"``) and ``input_file`` (``file_url``, or ``file_data``
+a ``data:`` URL with ``filename``). A tool result with parts sends
+``function_call_output.output`` as the same kind of list (input_text, input_image,
+input_file: ``ResponseFunctionCallOutputItemListParam``). No audio.
 """
 
 from __future__ import annotations
@@ -46,6 +55,7 @@ from zett_agent.messages import (
     Usage,
     UserMessage,
 )
+from zett_agent.parts import Part, TextPart
 from zett_agent.protocols.base import (
     Decoder,
     HTTPRequest,
@@ -63,7 +73,9 @@ from zett_agent.protocols.base import (
     merge_options,
     parse_json,
     raw_value,
+    result_parts,
     stop,
+    user_parts,
 )
 from zett_agent.stop import StopInfo, StopReason
 from zett_agent.vendors import Vendor
@@ -116,13 +128,16 @@ class OpenAIResponses(WireProtocol):
             if isinstance(message, SystemMessage):
                 system.append(message.content)
             elif isinstance(message, UserMessage):
-                items.append({"role": "user", "content": message.content})
+                parts = user_parts(message, vendor)
+                content = _input_content(message.content, parts) if parts else message.content
+                items.append({"role": "user", "content": content})
             elif isinstance(message, ToolResultMessage):
+                text, sent = result_parts(message, vendor)
                 items.append(
                     {
                         "type": "function_call_output",
                         "call_id": message.tool_call_id,
-                        "output": message.content,
+                        "output": _input_content(text, sent) if sent else text,
                     }
                 )
             elif isinstance(message, AssistantMessage):
@@ -181,6 +196,24 @@ class OpenAIResponses(WireProtocol):
             if kind != "function_call":
                 kept.append(item)
         return {**record, "output": kept} if kept else None
+
+
+def _input_content(text: str, parts: tuple[Part, ...] | list[Part]) -> list[dict[str, Any]]:
+    """``input_text`` / ``input_image`` / ``input_file`` items (openai
+    ``ResponseInputContentParam``, ``ResponseFunctionCallOutputItemParam``)."""
+    out: list[dict[str, Any]] = [{"type": "input_text", "text": text}] if text else []
+    for part in parts:
+        if isinstance(part, TextPart):
+            out.append({"type": "input_text", "text": part.text})
+        elif part.kind == "image":
+            url = part.url or part.data_url()
+            out.append({"type": "input_image", "image_url": url, "detail": "auto"})
+        elif part.url is not None:
+            out.append({"type": "input_file", "file_url": part.url})
+        else:
+            name = part.name or ("document.pdf" if part.media_type == "application/pdf" else "file")
+            out.append({"type": "input_file", "file_data": part.data_url(), "filename": name})
+    return out
 
 
 class ResponsesDecoder(Decoder):

@@ -8,6 +8,8 @@
 ``GET /api/chat/{id}/stream``            204: no stream to rejoin (useChat ``resume``)
 ``GET /api/sessions``                    the stored sessions, newest first
 ``GET /api/sessions/{id}``               ``{"id", "messages"}``: UI messages (:mod:`.history`)
+``GET /api/sessions/{id}/parts/{sha}``   a stored image, document or audio part's bytes
+                                         (:mod:`.attachments`)
 ``POST /api/sessions/{id}/resume``       continue a cut-off answer, streamed as a chat
 ``DELETE /api/sessions/{id}``            delete the session
 =======================================  =============================================
@@ -50,6 +52,7 @@ from zett_agent.client import AgentClient
 from zett_agent.errors import ConfigError, ResumeError, SessionStoreError, ZettError
 from zett_agent.events import AgentEvent
 from zett_agent.messages import ToolCall, UserMessage
+from zett_agent.protocols.base import user_parts
 from zett_agent.resume import plan_resume
 from zett_agent.sessions import InMemorySessionStore, SessionStore, live_rows
 from zett_agent.sessions.base import messages_of
@@ -59,7 +62,15 @@ from zett_agent.tools.approvals import (
     Decision,
     decided_results,
 )
+from zett_agent.vendors import PROTOCOL_MEDIA
 
+from .attachments import (
+    DEFAULT_MAX_ATTACHMENT_BYTES,
+    DEFAULT_MAX_CHAT_BODY_BYTES,
+    file_parts,
+    part_response,
+    stored_part,
+)
 from .history import assistant_message_id, ui_messages
 from .request import ChatRequest, RequestError, new_input, valid_session_id
 from .security import Guard, error_response, is_loopback
@@ -85,7 +96,11 @@ class ServeSettings:
             token).
         cors_origins: origins allowed to call the API from another site (CORS);
             none by default.
-        max_body_bytes: the largest request body, in bytes.
+        max_body_bytes: the largest request body, in bytes (but ``POST /api/chat``).
+        max_chat_body_bytes: the largest ``POST /api/chat`` body, in bytes (it
+            carries attachments as data URLs; the stock transport re-sends earlier
+            ones, which are ignored: :mod:`.attachments`).
+        max_attachment_bytes: bytes the file parts of one new message may hold.
     """
 
     host: str = "127.0.0.1"
@@ -93,6 +108,8 @@ class ServeSettings:
     allowed_hosts: tuple[str, ...] = ()
     cors_origins: tuple[str, ...] = ()
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_chat_body_bytes: int = DEFAULT_MAX_CHAT_BODY_BYTES
+    max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES
 
 
 @dataclass
@@ -154,6 +171,7 @@ def create_app(
             allowed_hosts=settings.allowed_hosts,
             cors_origins=settings.cors_origins,
             max_body_bytes=settings.max_body_bytes,
+            path_body_bytes={"/api/chat": settings.max_chat_body_bytes},
         )
     ]
     if settings.cors_origins:
@@ -174,6 +192,7 @@ def create_app(
             Route("/api/chat/{id}/stream", rejoin),
             Route("/api/sessions", sessions),
             Route("/api/sessions/{id}", session, methods=["GET", "DELETE"]),
+            Route("/api/sessions/{id}/parts/{sha256}", stored_part_bytes),
             Route("/api/sessions/{id}/resume", resume, methods=["POST"]),
             Route("/api/sessions/{id}/approve", approve, methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
@@ -195,8 +214,12 @@ def create_app(
 
 PAGE_HEADERS = {
     "cache-control": "no-cache",
-    # the page loads only its own files, and no other site may frame it (it runs tools)
-    "content-security-policy": "default-src 'self'; frame-ancestors 'none'; base-uri 'none'",
+    # the page loads only its own files, and no other site may frame it (it runs tools);
+    # attachments it shows are data: URLs it made, or blob: URLs of bytes it fetched
+    "content-security-policy": (
+        "default-src 'self'; img-src 'self' data: blob:; media-src 'self' data: blob:; "
+        "frame-ancestors 'none'; base-uri 'none'"
+    ),
     "x-frame-options": "DENY",
     "x-content-type-options": "nosniff",
     "referrer-policy": "no-referrer",
@@ -217,22 +240,48 @@ async def info(request: Request) -> Response:
             "max_tokens": agent.config.max_tokens,
             "max_turns": agent.config.max_turns,
             "token_required": state.settings.token is not None,
+            "attachments": {
+                "max_bytes": state.settings.max_attachment_bytes,
+                "media_types": _media_types(agent),
+                "note": getattr(getattr(agent.model, "vendor", None), "media_note", ""),
+            },
         }
     )
+
+
+def _media_types(agent: Agent) -> list[str]:
+    """The media types the agent's provider takes in a user message (the page's
+    file picker offers them); every type a part may have when it cannot tell."""
+    vendor = getattr(agent.model, "vendor", None)
+    if vendor is None:
+        return ["image/*", "audio/*", "application/pdf", "text/plain"]
+    table = vendor.media if vendor.media is not None else PROTOCOL_MEDIA.get(vendor.protocol, {})
+    return sorted({t for rule in table.values() for t in rule.media_types})
 
 
 async def chat(request: Request) -> Response:
     state = _state(request)
     if not _is_json(request):
         raise RequestError("send the body as application/json", 415)
-    body = _validated(await _read_json(request, state.settings.max_body_bytes))
+    body = _validated(await _read_json(request, state.settings.max_chat_body_bytes))
     session_id = valid_session_id(body.id)
     text = new_input(body)
     if await state.client.pending_approval(session_id) is not None:
         raise RequestError("tool calls wait for approval: POST /api/sessions/{id}/approve", 409)
+    new_parts = body.messages[-1].parts
+    stored: list[Any] = []
+    if any(isinstance(p, dict) and p.get("type") == "file" for p in new_parts):
+        stored = [row.message for row in await state.client.store.rows(session_id)]
+    parts = file_parts(new_parts, session_id, stored, state.settings.max_attachment_bytes)
+    vendor = getattr(state.agent.model, "vendor", None)
+    if parts and vendor is not None:  # a part the provider cannot take: 422, nothing stored
+        try:
+            user_parts(UserMessage(text, parts), vendor, loaded=False)
+        except ConfigError as error:
+            raise RequestError(str(error), 422) from None
     _claim(state, session_id)
     try:
-        seq = await state.client.store.append(session_id, UserMessage(text))
+        seq = await state.client.store.append(session_id, UserMessage(text, parts))
     except BaseException:
         state.running.discard(session_id)
         raise
@@ -302,6 +351,19 @@ async def session(request: Request) -> Response:
     return JSONResponse(
         {"id": session_id, "running": session_id in state.running, "messages": messages}
     )
+
+
+async def stored_part_bytes(request: Request) -> Response:
+    """A stored part's bytes (``GET /api/sessions/{id}/parts/{sha256}``): 404 unless a
+    message of that session holds a part with those bytes."""
+    state = _state(request)
+    session_id = valid_session_id(request.path_params["id"])
+    digest = request.path_params["sha256"]
+    rows = await state.client.store.rows(session_id)
+    part = stored_part([row.message for row in rows], digest)
+    if part is None or part.url is not None:
+        raise RequestError("no such part in this session", 404)
+    return await part_response(part)
 
 
 async def resume(request: Request) -> Response:

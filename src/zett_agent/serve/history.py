@@ -4,7 +4,9 @@ The rows of a session (:meth:`SessionStore.rows
 <zett_agent.sessions.SessionStore.rows>`, a resumed answer in the place of the one
 it replaced) become UI messages ``{"id", "role", "parts"}``:
 
-* a user row is a user message ``u<seq>`` with one text part;
+* a user row is a user message ``u<seq>`` with one text part, then its stored
+  parts (images, documents, audio as ``file`` parts served by this server:
+  :func:`~zett_agent.serve.attachments.ui_parts`);
 * the assistant and tool rows after it are **one** assistant message, as one run
   is streamed: per stored answer a ``step-start`` part, its reasoning and text,
   a tool part per call (``tool-<name>``, with the result of its tool row, or the
@@ -29,6 +31,7 @@ from zett_agent.sessions import StoredRow, live_rows
 from zett_agent.stop import StopReason
 from zett_agent.tools import CUT_OFF_ARGUMENTS, is_cut_off
 
+from .attachments import ui_parts
 from .stream import ToolCallIds, output_data, parse_input, stop_data
 
 __all__ = ["RESUMABLE", "assistant_message_id", "ui_messages", "user_message_id"]
@@ -111,11 +114,12 @@ def ui_messages(rows: Sequence[StoredRow], continue_prompt: str) -> list[dict[st
             if not resumed:
                 current = None
                 last_answer = None
+                parts = [{"type": "text", "text": message.content}] if message.content else []
                 out.append(
                     {
                         "id": user_message_id(row.seq),
                         "role": "user",
-                        "parts": [{"type": "text", "text": message.content}],
+                        "parts": parts + ui_parts(row.session_id, message.parts),
                     }
                 )
         elif isinstance(message, AssistantMessage | ToolResultMessage):

@@ -7,8 +7,8 @@ refused (a strict model once broke the second turn of every chat elsewhere).
 
 The session store is the source of truth: of ``messages`` only the **last
 message** is taken, which must be the user's (its text parts, joined by blank
-lines); the history the client sends, client system prompts and non-text parts are
-ignored. ``trigger``
+lines, and its file parts: :mod:`.attachments`); the history the client sends,
+client system prompts and other parts are ignored. ``trigger``
 ``"regenerate-message"`` asks the same question again: the last user message is
 appended once more and answered, the earlier answer stays in the stored history
 (rows are never rewritten).
@@ -88,8 +88,8 @@ def new_input(request: ChatRequest) -> str:
 
     Raises RequestError (400) when the last message is not a user message (a front
     end sending client-side tool results or approval answers: not taken today, see
-    the module docstring) or has no text, and (413) when it is longer than
-    :data:`MAX_PROMPT_CHARS`.
+    the module docstring) or has neither text nor a file part, and (413) when it
+    is longer than :data:`MAX_PROMPT_CHARS`. The text may be empty beside files.
     """
     message = request.messages[-1]
     if message.role != "user":
@@ -105,7 +105,8 @@ def new_input(request: ChatRequest) -> str:
         and isinstance(part.get("text"), str)
     ]
     text = "\n\n".join(t for t in texts if t.strip())
-    if not text:
+    has_file = any(isinstance(p, dict) and p.get("type") == "file" for p in message.parts)
+    if not text and not has_file:
         raise RequestError("the last user message has no text part")
     if len(text) > MAX_PROMPT_CHARS:
         raise RequestError(f"the message is longer than {MAX_PROMPT_CHARS} characters", 413)

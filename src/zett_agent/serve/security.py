@@ -12,8 +12,9 @@
   set to listen on any address other than loopback (401 otherwise). The page
   itself is public static files; it reads the token from the URL fragment
   (``/#token=...``, never sent to the server) and sends ``Authorization: Bearer``.
-* **Body size**: a ``Content-Length`` over the limit is refused before reading
-  (413); bodies without one are counted as they are read (``read_json``).
+* **Body size**: a ``Content-Length`` over the limit (the path's own, where it has
+  one: ``POST /api/chat`` carries attachments) is refused before reading (413);
+  bodies without one are counted as they are read (``read_json``).
 
 Every refusal is a JSON body ``{"error": {"status", "message"}}``.
 """
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from starlette.responses import JSONResponse
@@ -71,6 +72,7 @@ class Guard:
         allowed_hosts: Iterable[str] = (),
         cors_origins: Iterable[str] = (),
         max_body_bytes: int,
+        path_body_bytes: Mapping[str, int] | None = None,
     ) -> None:
         self.app = app
         self.token = token
@@ -82,6 +84,7 @@ class Guard:
         self.hosts = frozenset(hosts)
         self.cors_origins = frozenset(o.rstrip("/").lower() for o in cors_origins)
         self.max_body_bytes = max_body_bytes
+        self.path_body_bytes = dict(path_body_bytes or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -115,8 +118,9 @@ class Guard:
         if length is not None:
             if not length.isdigit():
                 return error_response(400, "invalid Content-Length")
-            if int(length) > self.max_body_bytes:
-                return error_response(413, f"the body is larger than {self.max_body_bytes} bytes")
+            limit = self.path_body_bytes.get(path, self.max_body_bytes)
+            if int(length) > limit:
+                return error_response(413, f"the body is larger than {limit} bytes")
         return None
 
     def _origin_allowed(self, origin: str, host: str, scope: Scope) -> bool:

@@ -22,9 +22,22 @@ A session is an append-only list of rows, one per complete message, numbered
       :class:`~zett_agent.messages.ModelAttempt` list), ``cost`` (``{"usd",
       "unknown"}``), ``usage.cache_write_tokens``, a provider record's
       ``origin`` (``{"provider", "model"}``), and ``output`` (the JSON form of
-      a structured run's typed value, :mod:`zett_agent.structured`); rows
-      without them load with the defaults (empty, None)
+      a structured run's typed value, :mod:`zett_agent.structured`); a user
+      message or a tool result may hold ``parts`` (a list of ``{"type":
+      "text", "text"}`` or ``{"type": "image"|"document"|"audio",
+      "media_type", "name"?}`` with ``"data"`` (base64), ``"url"``, or
+      ``"blob"`` (the SHA-256 of bytes kept in the store's blobs,
+      :meth:`SessionStore.put_blob`) and ``"size"``); rows without them load
+      with the defaults (empty, None)
 ====  ===================================================================
+
+Parts' bytes over :data:`~zett_agent.parts.BLOB_THRESHOLD` are kept once per
+session, content-addressed (:meth:`SessionStore.put_blob` /
+:meth:`SessionStore.get_blob`), written in the same transaction as the row that
+refers to them; loading a session does not read them (a loaded part reads its
+bytes when a request is sent). Deleting a session deletes its blobs. A store that
+keeps no blobs (one that does not override the two methods) stores every part
+inline in its row.
 
 Records (rows that are not messages, :mod:`zett_agent.records`) are never sent to
 a model; a record of a role newer than its row's schema version is refused.
@@ -57,16 +70,18 @@ headers, so rows hold none either.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from zett_agent.errors import SessionStoreError
 from zett_agent.history import results_in_call_order
 from zett_agent.messages import Message
+from zett_agent.parts import BlobReader
 from zett_agent.records import (
     RECORD_TYPES,
     SessionEntry,
@@ -77,15 +92,19 @@ from zett_agent.records import (
 
 __all__ = [
     "SCHEMA_VERSION",
+    "EncodedRow",
     "SessionInfo",
     "SessionStore",
     "StoredRow",
+    "blob_hash",
     "check_session_id",
     "decode_row",
     "encode_message",
+    "encode_row",
     "key_conflict",
     "live_rows",
     "messages_of",
+    "missing_blob",
     "replace_conflict",
 ]
 
@@ -193,6 +212,28 @@ class SessionStore(ABC):
     async def delete(self, session_id: str) -> bool:
         """Remove the session and all its rows; False when there was none."""
 
+    async def put_blob(self, session_id: str, data: bytes) -> str:
+        """Keep ``data`` (the bytes of a part) once for ``session_id``, content-addressed;
+        return its SHA-256 (hex). Storing the same bytes again stores nothing.
+        For what is written outside a message row (a durable run's checkpoint of a
+        tool result refers to its parts by hash); :meth:`append` keeps a message's
+        own parts itself. The base class keeps none: it raises
+        :class:`SessionStoreError`."""
+        raise SessionStoreError(f"{type(self).__name__} keeps no part bytes (blobs)")
+
+    async def get_blob(self, session_id: str, sha256: str) -> bytes:
+        """The bytes kept under ``sha256`` for ``session_id``. Raises
+        :class:`SessionStoreError` when there are none (another session's do not count)."""
+        raise SessionStoreError(f"{type(self).__name__} keeps no part bytes (blobs)")
+
+    def blob_reader(self, session_id: str) -> BlobReader:
+        """Reads ``session_id``'s blobs by hash (what a loaded part reads its bytes with)."""
+
+        async def read(sha256: str) -> bytes:
+            return await self.get_blob(session_id, sha256)
+
+        return read
+
     async def aclose(self) -> None:
         """Release what the store holds open (a database connection)."""
         return None
@@ -236,17 +277,44 @@ def live_rows(rows: Sequence[StoredRow]) -> list[StoredRow]:
     return live
 
 
+class EncodedRow(NamedTuple):
+    """A row to store: its JSON ``text`` and the ``blobs`` it refers to (bytes by
+    SHA-256; None: bytes the store must already hold, from a part loaded without
+    them)."""
+
+    text: str
+    blobs: Mapping[str, bytes | None]
+
+
+def encode_row(session_id: str, message: SessionEntry) -> EncodedRow:
+    """The row stored for ``message`` by a store that keeps blobs: parts' bytes over
+    :data:`~zett_agent.parts.BLOB_THRESHOLD` go to ``blobs``, the row refers to
+    them by hash. Raises as :func:`encode_message`."""
+    blobs: dict[str, bytes | None] = {}
+    return EncodedRow(_encode(session_id, message, blobs), blobs)
+
+
+def blob_hash(data: bytes) -> str:
+    """The SHA-256 (hex) a blob is kept under."""
+    return hashlib.sha256(data).hexdigest()
+
+
 def encode_message(session_id: str, message: SessionEntry) -> str:
-    """The JSON text stored for ``message`` (schema :data:`SCHEMA_VERSION`).
+    """The JSON text stored for ``message`` (schema :data:`SCHEMA_VERSION`), every
+    part's bytes inline (for a store that keeps no blobs; see :func:`encode_row`).
 
     Text that UTF-8 cannot hold (a lone surrogate: JSON's ``"\\ud800"`` decodes to
     one) is stored escaped, so it loads back the same. Raises
     :class:`SessionStoreError` for an empty ``session_id`` and for a message that
-    JSON cannot encode.
+    JSON cannot encode (a part loaded without its bytes included).
     """
+    return _encode(session_id, message, None)
+
+
+def _encode(session_id: str, message: SessionEntry, blobs: dict[str, bytes | None] | None) -> str:
     check_session_id(session_id)
     try:
-        data = entry_to_dict(message)
+        data = entry_to_dict(message, blobs)
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         if not text.isascii() and _SURROGATE.search(text):  # scanned, not copied
             text = json.dumps(data, separators=(",", ":"), allow_nan=False)
@@ -272,8 +340,16 @@ def check_session_id(session_id: object) -> str:
     return session_id
 
 
-def decode_row(session_id: str, seq: int, schema_version: Any, data: Any) -> SessionEntry:
-    """Load the message of one stored row.
+def decode_row(
+    session_id: str,
+    seq: int,
+    schema_version: Any,
+    data: Any,
+    reader: BlobReader | None = None,
+) -> SessionEntry:
+    """Load the message of one stored row; ``reader`` (the store's
+    :meth:`SessionStore.blob_reader`) is what its parts kept as blobs read their
+    bytes with, when a request is sent.
 
     Raises :class:`SessionStoreError` naming the session and row when the schema
     version is unknown or newer than :data:`SCHEMA_VERSION`, or the data is not a
@@ -308,7 +384,7 @@ def decode_row(session_id: str, seq: int, schema_version: Any, data: Any) -> Ses
     if since is not None and schema_version < since:
         raise fail(f"a {payload.get('role')} row needs schema version {since}")
     try:
-        return entry_from_dict(payload)
+        return entry_from_dict(payload, reader)
     except ValueError as error:
         raise fail(f"the stored data is not a message: {error}") from error
 
@@ -320,6 +396,14 @@ def key_conflict(session_id: str, key: str, seq: int) -> SessionStoreError:
         "with a different message",
         session_id=session_id,
         row=seq,
+    )
+
+
+def missing_blob(session_id: str, sha256: str) -> SessionStoreError:
+    """The error for bytes a session does not hold."""
+    return SessionStoreError(
+        f"session {session_id!r}: no part bytes (blob) {sha256[:16]}… are stored",
+        session_id=session_id,
     )
 
 

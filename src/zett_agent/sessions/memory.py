@@ -10,9 +10,13 @@ from zett_agent.sessions.base import (
     SessionInfo,
     SessionStore,
     StoredRow,
+    blob_hash,
+    check_session_id,
     decode_row,
     encode_message,
+    encode_row,
     key_conflict,
+    missing_blob,
     replace_conflict,
 )
 
@@ -26,11 +30,13 @@ class InMemorySessionStore(SessionStore):
     """Sessions kept in a dict, for tests and short-lived hosts.
 
     Rows are kept as the same JSON a durable store writes, so what loads here
-    loads the same from :class:`~zett_agent.sessions.SQLiteSessionStore`.
+    loads the same from :class:`~zett_agent.sessions.SQLiteSessionStore`; parts'
+    bytes over the threshold are kept once per session, by hash, as there.
     """
 
     def __init__(self) -> None:
         self._sessions: dict[str, list[_Row]] = {}
+        self._blobs: dict[str, dict[str, bytes]] = {}
 
     async def append(
         self,
@@ -40,7 +46,7 @@ class InMemorySessionStore(SessionStore):
         replaces: int | None = None,
         key: str | None = None,
     ) -> int:
-        data = encode_message(session_id, message)
+        data, blobs = encode_row(session_id, message)
         rows = self._sessions.setdefault(session_id, [])
         if key is not None:
             for seq, _, _, _, stored, stored_key in rows:
@@ -51,7 +57,14 @@ class InMemorySessionStore(SessionStore):
         last = rows[-1][0] if rows else None
         if replaces is not None and last != replaces:
             raise replace_conflict(session_id, replaces, last)
+        kept = self._blobs.get(session_id, {})
+        for digest, raw in blobs.items():
+            if raw is None and digest not in kept:
+                raise missing_blob(session_id, digest)
         seq = (last or 0) + 1
+        for digest, raw in blobs.items():
+            if raw is not None:
+                self._blobs.setdefault(session_id, {}).setdefault(digest, raw)
         rows.append((seq, SCHEMA_VERSION, replaces, time.time(), data, key))
         return seq
 
@@ -68,12 +81,31 @@ class InMemorySessionStore(SessionStore):
         return seq
 
     async def rows(self, session_id: str) -> list[StoredRow]:
+        reader = self.blob_reader(session_id)
         return [
             StoredRow(
-                session_id, seq, decode_row(session_id, seq, version, data), version, rep, at, key
+                session_id,
+                seq,
+                decode_row(session_id, seq, version, data, reader),
+                version,
+                rep,
+                at,
+                key,
             )
             for seq, version, rep, at, data, key in self._sessions.get(session_id, ())
         ]
+
+    async def put_blob(self, session_id: str, data: bytes) -> str:
+        check_session_id(session_id)
+        digest = blob_hash(data)
+        self._blobs.setdefault(session_id, {}).setdefault(digest, bytes(data))
+        return digest
+
+    async def get_blob(self, session_id: str, sha256: str) -> bytes:
+        found = self._blobs.get(session_id, {}).get(sha256)
+        if found is None:
+            raise missing_blob(session_id, sha256)
+        return found
 
     async def list_sessions(self) -> list[SessionInfo]:
         infos = [
@@ -84,4 +116,5 @@ class InMemorySessionStore(SessionStore):
         return sorted(infos, key=lambda info: info.updated_at, reverse=True)
 
     async def delete(self, session_id: str) -> bool:
+        self._blobs.pop(session_id, None)
         return bool(self._sessions.pop(session_id, None))

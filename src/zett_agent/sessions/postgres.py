@@ -12,13 +12,20 @@ may write. Layout, in ``schema`` (default ``zett``)::
              replaces INTEGER NULL, created_at DOUBLE PRECISION, data TEXT,
              idempotency_key TEXT NULL, PRIMARY KEY (session_id, seq))
     UNIQUE INDEX ON messages(session_id, idempotency_key) WHERE idempotency_key IS NOT NULL
-    layout(version INTEGER)  -- 2, as DB_LAYOUT_VERSION of the SQLite file
+    blobs(session_id TEXT, sha256 TEXT, size BIGINT, data BYTEA,
+          PRIMARY KEY (session_id, sha256))
+    layout(version INTEGER)  -- 3, as DB_LAYOUT_VERSION of the SQLite file
+
+``blobs`` (layout 3) holds the bytes of content parts over the threshold, once per
+session, written in the transaction of the row that refers to them; a schema of
+layout 2 is upgraded in place (the table is made, the version raised).
 """
 
 from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -32,15 +39,19 @@ from zett_agent.sessions.base import (
     SessionInfo,
     SessionStore,
     StoredRow,
+    blob_hash,
+    check_session_id,
     decode_row,
     encode_message,
+    encode_row,
     key_conflict,
+    missing_blob,
     replace_conflict,
 )
 
 __all__ = ["PG_LAYOUT_VERSION", "PostgresSessionStore"]
 
-PG_LAYOUT_VERSION = 2
+PG_LAYOUT_VERSION = 3
 """The layout version this code writes (the ``layout`` table)."""
 
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -100,6 +111,14 @@ class PostgresSessionStore(SessionStore):
                     )
                 )
                 await conn.execute(
+                    self._q(
+                        "CREATE TABLE IF NOT EXISTS {schema}.blobs ("
+                        " session_id TEXT NOT NULL, sha256 TEXT NOT NULL,"
+                        " size BIGINT NOT NULL, data BYTEA NOT NULL,"
+                        " PRIMARY KEY (session_id, sha256))"
+                    )
+                )
+                await conn.execute(
                     self._q("CREATE TABLE IF NOT EXISTS {schema}.layout (version INTEGER)")
                 )
                 cursor = await conn.execute(self._q("SELECT max(version) FROM {schema}.layout"))
@@ -107,6 +126,10 @@ class PostgresSessionStore(SessionStore):
                 if found is None:
                     await conn.execute(
                         self._q("INSERT INTO {schema}.layout VALUES (%s)"), (PG_LAYOUT_VERSION,)
+                    )
+                elif found < PG_LAYOUT_VERSION:  # the tables above upgraded it
+                    await conn.execute(
+                        self._q("UPDATE {schema}.layout SET version = %s"), (PG_LAYOUT_VERSION,)
                     )
                 elif found > PG_LAYOUT_VERSION:
                     raise SessionStoreError(
@@ -139,8 +162,8 @@ class PostgresSessionStore(SessionStore):
         replaces: int | None = None,
         key: str | None = None,
     ) -> int:
-        data = encode_message(session_id, message)
-        seq: int = await self._run(self._append, session_id, data, replaces, key)
+        data, blobs = encode_row(session_id, message)
+        seq: int = await self._run(self._append, session_id, data, replaces, key, blobs)
         return seq
 
     async def _append(
@@ -150,6 +173,7 @@ class PostgresSessionStore(SessionStore):
         data: str,
         replaces: int | None,
         key: str | None,
+        blobs: Mapping[str, bytes | None],
     ) -> int:
         await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (session_id,))
         if key is not None:
@@ -172,6 +196,16 @@ class PostgresSessionStore(SessionStore):
         last = (await cursor.fetchone() or (None,))[0]
         if replaces is not None and last != replaces:
             raise replace_conflict(session_id, replaces, last)
+        for digest, raw in blobs.items():
+            if raw is not None:
+                await self._put_blob(conn, session_id, digest, raw)
+                continue
+            cursor = await conn.execute(
+                self._q("SELECT 1 FROM {schema}.blobs WHERE session_id = %s AND sha256 = %s"),
+                (session_id, digest),
+            )
+            if await cursor.fetchone() is None:
+                raise missing_blob(session_id, digest)
         seq = int(last or 0) + 1
         await conn.execute(
             self._q(
@@ -209,6 +243,37 @@ class PostgresSessionStore(SessionStore):
         stored = await cursor.fetchone()
         return int(stored[0]) if stored is not None else None
 
+    async def _put_blob(
+        self, conn: psycopg.AsyncConnection[Any], session_id: str, digest: str, data: bytes
+    ) -> None:
+        await conn.execute(
+            self._q(
+                "INSERT INTO {schema}.blobs (session_id, sha256, size, data)"
+                " VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING"
+            ),
+            (session_id, digest, len(data), data),
+        )
+
+    async def put_blob(self, session_id: str, data: bytes) -> str:
+        check_session_id(session_id)
+        digest = blob_hash(data)
+        await self._run(self._put_blob, session_id, digest, bytes(data))
+        return digest
+
+    async def get_blob(self, session_id: str, sha256: str) -> bytes:
+        async def fetch(conn: psycopg.AsyncConnection[Any]) -> bytes | None:
+            cursor = await conn.execute(
+                self._q("SELECT data FROM {schema}.blobs WHERE session_id = %s AND sha256 = %s"),
+                (session_id, sha256),
+            )
+            found = await cursor.fetchone()
+            return None if found is None else bytes(found[0])
+
+        data: bytes | None = await self._run(fetch)
+        if data is None:
+            raise missing_blob(session_id, sha256)
+        return data
+
     async def rows(self, session_id: str) -> list[StoredRow]:
         async def fetch(conn: psycopg.AsyncConnection[Any]) -> list[tuple[Any, ...]]:
             cursor = await conn.execute(
@@ -221,9 +286,16 @@ class PostgresSessionStore(SessionStore):
             return await cursor.fetchall()
 
         raw = await self._run(fetch)
+        reader = self.blob_reader(session_id)
         return [
             StoredRow(
-                session_id, seq, decode_row(session_id, seq, version, data), version, rep, at, key
+                session_id,
+                seq,
+                decode_row(session_id, seq, version, data, reader),
+                version,
+                rep,
+                at,
+                key,
             )
             for seq, version, rep, at, data, key in raw
         ]
@@ -247,6 +319,9 @@ class PostgresSessionStore(SessionStore):
         async def remove(conn: psycopg.AsyncConnection[Any]) -> bool:
             cursor = await conn.execute(
                 self._q("DELETE FROM {schema}.messages WHERE session_id = %s"), (session_id,)
+            )
+            await conn.execute(
+                self._q("DELETE FROM {schema}.blobs WHERE session_id = %s"), (session_id,)
             )
             return cursor.rowcount > 0
 

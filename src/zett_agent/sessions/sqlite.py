@@ -6,7 +6,7 @@ transaction, so a message is on disk when :meth:`~SQLiteSessionStore.append`
 returns, a killed process leaves every complete message behind, and several
 processes can share the file (SQLite's locks, waiting up to ``timeout``).
 
-Layout (``PRAGMA user_version`` = 2)::
+Layout (``PRAGMA user_version`` = 3)::
 
     messages(session_id TEXT, seq INTEGER, schema_version INTEGER,
              replaces INTEGER NULL, created_at REAL, data TEXT,
@@ -14,10 +14,16 @@ Layout (``PRAGMA user_version`` = 2)::
              PRIMARY KEY (session_id, seq))
     UNIQUE INDEX messages_key ON messages(session_id, idempotency_key)
         WHERE idempotency_key IS NOT NULL
+    blobs(session_id TEXT, sha256 TEXT, size INTEGER, data BLOB,
+          UNIQUE (session_id, sha256))
 
-A file of layout 0 (the table without ``replaces`` and ``idempotency_key``) or 1
-(without ``idempotency_key``) is upgraded in place when opened, its rows kept as
-they are (their key is None); a newer layout raises
+``blobs`` holds the bytes of content parts over the threshold, once per session
+(:meth:`~zett_agent.sessions.SessionStore.put_blob`), written in the transaction
+of the row that refers to them; a rowid table, as SQLite advises for large values.
+
+A file of layout 0 (the table without ``replaces`` and ``idempotency_key``), 1
+(without ``idempotency_key``) or 2 (without ``blobs``) is upgraded in place when
+opened, its rows kept as they are (their key is None); a newer layout raises
 :class:`~zett_agent.errors.SessionStoreError`.
 
 A file that cannot be written (read-only file, folder or mount; or
@@ -33,7 +39,7 @@ import sqlite3
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -47,16 +53,20 @@ from zett_agent.sessions.base import (
     SessionInfo,
     SessionStore,
     StoredRow,
+    blob_hash,
+    check_session_id,
     decode_row,
     encode_message,
+    encode_row,
     key_conflict,
+    missing_blob,
     replace_conflict,
 )
 
 __all__ = ["DB_LAYOUT_VERSION", "SQLiteSessionStore"]
 
-DB_LAYOUT_VERSION = 2
-"""``PRAGMA user_version`` of the file layout this code writes."""
+DB_LAYOUT_VERSION = 3
+"""``PRAGMA user_version`` of the file layout this code writes (3: the ``blobs`` table)."""
 
 _T = TypeVar("_T")
 _SYNCHRONOUS = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
@@ -71,6 +81,15 @@ CREATE TABLE messages (
     idempotency_key TEXT,
     PRIMARY KEY (session_id, seq)
 ) WITHOUT ROWID
+"""
+_CREATE_BLOBS = """
+CREATE TABLE IF NOT EXISTS blobs (
+    session_id TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    UNIQUE (session_id, sha256)
+)
 """
 _CREATE_KEY_INDEX = """
 CREATE UNIQUE INDEX IF NOT EXISTS messages_key ON messages (session_id, idempotency_key)
@@ -130,8 +149,8 @@ class SQLiteSessionStore(SessionStore):
         replaces: int | None = None,
         key: str | None = None,
     ) -> int:
-        data = encode_message(session_id, message)
-        return await self._run(self._append, session_id, data, replaces, key)
+        data, blobs = encode_row(session_id, message)
+        return await self._run(self._append, session_id, data, replaces, key, blobs)
 
     async def append_if_absent(
         self, session_id: str, message: SessionEntry, *, key: str
@@ -141,12 +160,31 @@ class SQLiteSessionStore(SessionStore):
 
     async def rows(self, session_id: str) -> list[StoredRow]:
         raw = await self._run(self._rows, session_id)
+        reader = self.blob_reader(session_id)
         return [
             StoredRow(
-                session_id, seq, decode_row(session_id, seq, version, data), version, rep, at, key
+                session_id,
+                seq,
+                decode_row(session_id, seq, version, data, reader),
+                version,
+                rep,
+                at,
+                key,
             )
             for seq, version, rep, at, data, key in raw
         ]
+
+    async def put_blob(self, session_id: str, data: bytes) -> str:
+        check_session_id(session_id)
+        digest = blob_hash(data)
+        await self._run(self._put_blob, session_id, digest, bytes(data))
+        return digest
+
+    async def get_blob(self, session_id: str, sha256: str) -> bytes:
+        found = await self._run(self._get_blob, session_id, sha256)
+        if found is None:
+            raise missing_blob(session_id, sha256)
+        return found
 
     async def list_sessions(self) -> list[SessionInfo]:
         raw = await self._run(self._list)
@@ -254,6 +292,8 @@ class SQLiteSessionStore(SessionStore):
             if not columns:  # no session was ever written
                 conn.execute("CREATE TEMP TABLE messages (session_id, seq, schema_version,"
                              " replaces, created_at, data, idempotency_key)")  # fmt: skip
+            if not conn.execute("PRAGMA table_info(blobs)").fetchall():  # layout < 3
+                conn.execute("CREATE TEMP TABLE blobs (session_id, sha256, size, data)")
             self._replaces = "replaces" if "replaces" in columns or not columns else "NULL"
             self._key = "idempotency_key" if "idempotency_key" in columns or not columns else "NULL"
             return conn
@@ -277,6 +317,7 @@ class SQLiteSessionStore(SessionStore):
                     if columns and "idempotency_key" not in columns:
                         conn.execute("ALTER TABLE messages ADD COLUMN idempotency_key TEXT")
                     conn.execute(_CREATE_KEY_INDEX)
+                    conn.execute(_CREATE_BLOBS)
                     conn.execute(f"PRAGMA user_version={DB_LAYOUT_VERSION}")
                 conn.execute("COMMIT")
             except BaseException:
@@ -314,6 +355,7 @@ class SQLiteSessionStore(SessionStore):
         data: str,
         replaces: int | None,
         key: str | None,
+        blobs: Mapping[str, bytes | None],
     ) -> int:
         conn.execute("BEGIN IMMEDIATE")
         if key is not None:
@@ -331,6 +373,16 @@ class SQLiteSessionStore(SessionStore):
         ).fetchone()[0]
         if replaces is not None and last != replaces:
             raise replace_conflict(session_id, replaces, last)
+        for digest, raw in blobs.items():
+            if raw is not None:
+                self._put_blob(conn, session_id, digest, raw, transaction=False)
+            elif (
+                conn.execute(
+                    "SELECT 1 FROM blobs WHERE session_id = ? AND sha256 = ?", (session_id, digest)
+                ).fetchone()
+                is None
+            ):
+                raise missing_blob(session_id, digest)
         seq = int(last or 0) + 1
         conn.execute(
             "INSERT INTO messages (session_id, seq, schema_version, replaces, created_at, data,"
@@ -360,6 +412,31 @@ class SQLiteSessionStore(SessionStore):
         conn.execute("COMMIT")
         return seq if stored == 1 else None
 
+    @staticmethod
+    def _put_blob(
+        conn: sqlite3.Connection,
+        session_id: str,
+        digest: str,
+        data: bytes,
+        *,
+        transaction: bool = True,
+    ) -> None:
+        if transaction:
+            conn.execute("BEGIN IMMEDIATE")
+        conn.execute(
+            "INSERT OR IGNORE INTO blobs (session_id, sha256, size, data) VALUES (?, ?, ?, ?)",
+            (session_id, digest, len(data), data),
+        )
+        if transaction:
+            conn.execute("COMMIT")
+
+    @staticmethod
+    def _get_blob(conn: sqlite3.Connection, session_id: str, sha256: str) -> bytes | None:
+        found = conn.execute(
+            "SELECT data FROM blobs WHERE session_id = ? AND sha256 = ?", (session_id, sha256)
+        ).fetchone()
+        return None if found is None else bytes(found[0])
+
     def _rows(self, conn: sqlite3.Connection, session_id: str) -> list[tuple[Any, ...]]:
         return conn.execute(
             f"SELECT seq, schema_version, {self._replaces}, created_at, data, {self._key}"
@@ -378,6 +455,7 @@ class SQLiteSessionStore(SessionStore):
     def _delete(conn: sqlite3.Connection, session_id: str) -> bool:
         conn.execute("BEGIN IMMEDIATE")
         count = conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,)).rowcount
+        conn.execute("DELETE FROM blobs WHERE session_id = ?", (session_id,))
         conn.execute("COMMIT")
         return count > 0
 

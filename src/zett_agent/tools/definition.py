@@ -29,6 +29,7 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from zett_agent.messages import MAX_JSON_DEPTH, ToolCall, ToolResultMessage, json_too_deep
+from zett_agent.parts import MediaPart, TextPart
 from zett_agent.protocols.base import ToolSpec
 
 __all__ = ["Tool", "as_tool", "error_result", "idempotent", "is_idempotent"]
@@ -82,7 +83,11 @@ class Tool:
         Returns the result (a str as-is, anything else as JSON) or an error
         result saying what was wrong; never raises for bad arguments (not JSON,
         nested deeper than ``MAX_JSON_DEPTH`` levels), a failing tool or a return
-        value JSON cannot encode (cancellation still propagates).
+        value JSON cannot encode (cancellation still propagates). A function that
+        returns a content part (:class:`~zett_agent.parts.ImagePart`...), or a
+        list or tuple holding parts beside strings, gives a result whose
+        ``parts`` are the media parts and whose text is the strings, text parts
+        and a description of each media part (what a text-only provider reads).
         """
         try:
             raw = json.loads(call.arguments or "{}")
@@ -109,6 +114,9 @@ class Tool:
             return error_result(call, f"{type(error).__name__}: {error}")
         if isinstance(value, str):
             return ToolResultMessage(call.id, call.name, value)
+        with_parts = _with_parts(call, value)
+        if with_parts is not None:
+            return with_parts
         try:
             content = json.dumps(value, default=str)
         except Exception as error:  # tuple keys, a cycle, too deep, a failing __str__
@@ -121,6 +129,29 @@ class Tool:
 
 
 _TOO_DEEP = object()
+
+
+def _with_parts(call: ToolCall, value: Any) -> ToolResultMessage | None:
+    """The result of a function that returned parts (None: it did not)."""
+    items = list(value) if isinstance(value, list | tuple) else [value]
+    if not any(isinstance(item, TextPart | MediaPart) for item in items):
+        return None
+    lines: list[str] = []
+    media: list[MediaPart] = []
+    for item in items:
+        if isinstance(item, MediaPart):
+            media.append(item)
+            lines.append(item.describe())
+        elif isinstance(item, TextPart):
+            lines.append(item.text)
+        elif isinstance(item, str):
+            lines.append(item)
+        else:
+            try:
+                lines.append(json.dumps(item, default=str))
+            except Exception as error:
+                return error_result(call, f"a value beside the parts cannot be encoded: {error}")
+    return ToolResultMessage(call.id, call.name, "\n".join(lines), parts=tuple(media))
 
 
 def as_tool(function: Callable[..., Any] | Tool, *, timeout: float | None = None) -> Tool:

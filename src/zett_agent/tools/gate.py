@@ -28,10 +28,20 @@ rules in this order (the first that answers a call decides it):
                             its result is "may or may not have taken effect"
 7     timeout               the call runs under its timeout (:attr:`Tool.timeout`,
                             else the run's ``tool_timeout``)
-8     result                cut to ``max_result_chars``, ``after_tool`` hooks,
-                            handed to the caller at once (stored before the next
-                            call ends)
+8     result                ``after_tool`` hooks, then bounded: its text (content
+                            and text parts) cut to ``max_result_chars``, its
+                            media parts (images, documents, audio) to
+                            ``max_result_bytes`` of bytes; handed to the caller at
+                            once (stored before the next call ends)
 ====  ====================  ===================================================
+
+How a result with parts is bounded: text parts count with the content towards
+``max_result_chars`` (the text past it is cut, with a note); media parts are kept
+in order while their bytes add up to at most ``max_result_bytes``, and each one
+after that is left out, the text saying so with the part's description. Part
+metadata (media type, name, URL) is bounded where a part is made
+(:mod:`zett_agent.parts`: lengths, no control characters, no credentials in a
+URL), so every tool source's parts follow the same rules.
 
 Calls of a structured run's output tools (``final_result``, tool mode of
 ``output_type``, :mod:`zett_agent.structured`) are not tool calls of this gate:
@@ -62,6 +72,7 @@ import anyio
 
 from zett_agent._await import maybe_await
 from zett_agent.messages import AssistantMessage, ToolCall, ToolResultMessage
+from zett_agent.parts import Part, TextPart
 from zett_agent.protocols.base import ModelRequest, ModelResponse
 from zett_agent.stop import StopReason
 from zett_agent.tools.approvals import ApprovalPolicy, needs_approval
@@ -81,6 +92,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MAX_TOOL_ARGUMENT_CHARS",
     "DEFAULT_MAX_TOOL_CALLS",
+    "DEFAULT_MAX_TOOL_RESULT_BYTES",
     "DEFAULT_MAX_TOOL_RESULT_CHARS",
     "DEFAULT_TOOL_TIMEOUT",
     "NOT_OFFERED_TOOL_CALLS",
@@ -100,6 +112,9 @@ DEFAULT_MAX_TOOL_ARGUMENT_CHARS = 1_000_000
 DEFAULT_MAX_TOOL_RESULT_CHARS = 100_000
 """Characters of a result sent to the model (about 25,000 tokens); the rest is cut
 and the result says so."""
+DEFAULT_MAX_TOOL_RESULT_BYTES = 10 * 1024 * 1024
+"""Bytes of a result's media parts (images, documents, audio) sent to the model
+(10 MiB); parts past it are left out and the result's text says so."""
 
 NOT_OFFERED_TOOL_CALLS = "not_offered_tool_calls"
 """``stop.detail`` key: names of the answer's calls the request did not allow."""
@@ -145,7 +160,8 @@ class ToolGate:
     ``tools`` are the run's tools by name; ``timeout`` (seconds, None: no limit)
     applies to tools whose own :attr:`Tool.timeout` is None; ``max_calls`` calls
     of an answer run (None: all); ``max_argument_chars`` and ``max_result_chars``
-    bound a call's argument JSON and its result (None: no limit); ``approval`` is
+    bound a call's argument JSON and its result's text, ``max_result_bytes`` its
+    media parts' bytes (None: no limit); ``approval`` is
     the run's policy (``AgentRunConfig.approval``); ``journal`` records starts
     (:mod:`zett_agent.tools.outcomes`) for run ``run_id``; ``parallel`` runs an
     answer's calls at once.
@@ -159,6 +175,7 @@ class ToolGate:
     max_calls: int | None = DEFAULT_MAX_TOOL_CALLS
     max_argument_chars: int | None = DEFAULT_MAX_TOOL_ARGUMENT_CHARS
     max_result_chars: int | None = DEFAULT_MAX_TOOL_RESULT_CHARS
+    max_result_bytes: int | None = DEFAULT_MAX_TOOL_RESULT_BYTES
     approval: ApprovalPolicy | None = None
     journal: ToolJournal = NO_JOURNAL
     run_id: str = ""
@@ -357,10 +374,48 @@ class ToolGate:
 
     def _bounded(self, result: ToolResultMessage) -> ToolResultMessage:
         limit, size = self.max_result_chars, len(result.content)
-        if limit is None or size <= limit:
+        if limit is not None and size > limit:
+            note = f"\n[the result was cut to its first {limit} of {size} characters]"
+            result = replace(result, content=result.content[:limit] + note)
+        if result.parts:
+            result = self._bounded_parts(result)
+        return result
+
+    def _bounded_parts(self, result: ToolResultMessage) -> ToolResultMessage:
+        """Text parts within what is left of ``max_result_chars``; media parts while
+        their bytes fit ``max_result_bytes`` (see the module docstring)."""
+        chars = None if self.max_result_chars is None else self.max_result_chars
+        chars_left = None if chars is None else max(0, chars - len(result.content))
+        bytes_left = self.max_result_bytes
+        kept: list[Part] = []
+        notes: list[str] = []
+        for part in result.parts:
+            if isinstance(part, TextPart):
+                if chars_left is not None and len(part.text) > chars_left:
+                    if chars_left:
+                        kept.append(TextPart(part.text[:chars_left]))
+                    notes.append(f"[the result's text was cut at {chars} characters]")
+                    chars_left = 0
+                    continue
+                if chars_left is not None:
+                    chars_left -= len(part.text)
+                kept.append(part)
+                continue
+            size = part.size or 0
+            if bytes_left is not None and size > bytes_left:
+                notes.append(
+                    f"{part.describe()} was left out: a result's parts are limited to "
+                    f"{self.max_result_bytes} bytes"
+                )
+                continue
+            if bytes_left is not None:
+                bytes_left -= size
+            kept.append(part)
+        if not notes and len(kept) == len(result.parts):
             return result
-        note = f"\n[the result was cut to its first {limit} of {size} characters]"
-        return replace(result, content=result.content[:limit] + note)
+        notes = list(dict.fromkeys(notes))
+        content = "\n".join([result.content, *notes]) if result.content else "\n".join(notes)
+        return replace(result, content=content, parts=tuple(kept))
 
 
 _WITHHELD = "This tool call came with an answer the model did not finish normally; it was not run."

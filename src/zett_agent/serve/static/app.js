@@ -14,7 +14,7 @@ const TITLES = {
   other: 'Stopped',
 };
 
-const state = { chatId: null, messages: [], controller: null, busy: false };
+const state = { chatId: null, messages: [], controller: null, busy: false, files: [], attach: null };
 const $ = id => document.getElementById(id);
 
 // ---------------------------------------------------------------- the token
@@ -157,13 +157,83 @@ async function run(path, body) {
   }
 }
 
-function send(text) {
+function send(text, files) {
   if (!state.chatId) state.chatId = newId();
-  const user = { id: newId(), role: 'user', parts: [{ type: 'text', text }] };
+  const parts = text ? [{ type: 'text', text }] : [];
+  const user = { id: newId(), role: 'user', parts: parts.concat(files) };
   state.messages.push(user);
   render();
-  // the body useChat sends; the server takes the last user message
+  // the body useChat sends (file parts as data URLs, as the AI SDK makes them); the
+  // server takes the last user message only, so only this one is sent
   return run('/api/chat', { id: state.chatId, messages: [user], trigger: 'submit-message' });
+}
+
+// ---------------------------------------------------------------- attachments
+
+function readAsDataURL(file) {
+  return new Promise((done, fail) => {
+    const reader = new FileReader();
+    reader.onload = () => done(reader.result);
+    reader.onerror = () => fail(reader.error);
+    reader.readAsDataURL(file);
+  });
+}
+
+async function fileParts(files) {
+  const parts = [];
+  for (const file of files) {
+    parts.push({ type: 'file', mediaType: file.type || 'application/octet-stream',
+      filename: file.name, url: await readAsDataURL(file) });
+  }
+  return parts;
+}
+
+function addFiles(list) {
+  const limit = state.attach ? state.attach.max_bytes : Infinity;
+  for (const file of list) state.files.push(file);
+  const total = state.files.reduce((sum, file) => sum + file.size, 0);
+  if (total > limit) {
+    state.files = state.files.slice(0, -list.length);
+    setStatus(`Attachments may hold ${limit} bytes in all; that would be ${total}.`);
+  }
+  renderFiles();
+}
+
+function renderFiles() {
+  const box = $('attachments');
+  box.replaceChildren();
+  state.files.forEach((file, index) => {
+    const chip = el('span', 'chip', `${file.name} · ${file.type || 'unknown type'} · ${file.size} bytes`);
+    const remove = el('button', 'delete', '✕');
+    remove.type = 'button';
+    remove.title = 'Remove this file';
+    remove.addEventListener('click', () => { state.files.splice(index, 1); renderFiles(); });
+    chip.append(remove);
+    box.append(chip);
+  });
+}
+
+// a stored part is served by /api/sessions/{id}/parts/{sha256}, which needs the
+// token: fetched once, shown from a blob: URL
+const shownParts = new Map();
+function partSource(url, image) {
+  if (!url.startsWith('/api/')) { image.src = url; return; }
+  if (shownParts.has(url)) { image.src = shownParts.get(url); return; }
+  api(url).then(response => response.blob()).then(blob => {
+    shownParts.set(url, URL.createObjectURL(blob));
+    image.src = shownParts.get(url);
+  }).catch(error => { image.alt = `(${error.message})`; });
+}
+
+function renderFilePart(part) {
+  if (part.mediaType.startsWith('image/')) {
+    const image = el('img', 'attachment');
+    image.alt = part.filename || part.mediaType;
+    partSource(part.url, image);
+    return image;
+  }
+  const kind = part.mediaType.startsWith('audio/') ? 'Audio' : 'Document';
+  return el('div', 'attachment file', `${kind}: ${part.filename || 'file'} · ${part.mediaType}`);
 }
 
 function resume() {
@@ -261,7 +331,10 @@ function render() {
     const box = el('div', `message ${message.role}`);
     box.dataset.id = message.id;
     if (message.role === 'user') {
-      box.append(el('div', 'bubble', message.parts.filter(p => p.type === 'text').map(p => p.text).join('\n')));
+      const text = message.parts.filter(p => p.type === 'text').map(p => p.text).join('\n');
+      const bubble = el('div', 'bubble', text);
+      for (const part of message.parts) if (part.type === 'file') bubble.append(renderFilePart(part));
+      box.append(bubble);
     } else {
       const lastMessage = index === state.messages.length - 1;
       message.parts.forEach((part, at) => {
@@ -345,12 +418,20 @@ function newChat() {
 // ---------------------------------------------------------------- wiring
 
 document.addEventListener('DOMContentLoaded', async () => {
-  $('composer').addEventListener('submit', event => {
+  $('composer').addEventListener('submit', async event => {
     event.preventDefault();
     const text = $('prompt').value.trim();
-    if (!text || state.busy) return;
+    if ((!text && !state.files.length) || state.busy) return;
+    let files;
+    try { files = await fileParts(state.files); } catch (error) { setStatus(error.message); return; }
     $('prompt').value = '';
-    send(text);
+    state.files = [];
+    renderFiles();
+    send(text, files);
+  });
+  $('attach').addEventListener('change', event => {
+    addFiles(Array.from(event.target.files));
+    event.target.value = '';
   });
   $('prompt').addEventListener('keydown', event => {
     if (event.key === 'Enter' && !event.shiftKey) { event.preventDefault(); $('composer').requestSubmit(); }
@@ -366,6 +447,12 @@ async function loadInfo() {
     const info = await (await api('/api/info')).json();
     $('model').textContent = `${info.model} · tools: ${info.tools.join(', ') || 'none'}` +
       (info.max_tokens ? ` · max ${info.max_tokens} tokens` : '');
+    state.attach = info.attachments || null;
+    const types = state.attach ? state.attach.media_types : [];
+    $('attach').accept = types.join(',');
+    $('attach-button').classList.toggle('unavailable', types.length === 0);
+    // a model that cannot take files says why (the server would refuse them too)
+    $('attach-button').title = types.length ? `Attach: ${types.join(', ')}` : (state.attach.note || 'this model takes no files');
   } catch (error) {
     $('model').textContent = `${error.message} (open the URL zett serve printed, with #token=…)`;
   }

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from test_issue11_kinds import (
+from handwritten_wire import (
     A_START,
     a_body,
     a_end,

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from test_issue11_kinds import g
+from handwritten_wire import g
 from zett_agent import AgentEventType, AssistantMessage, Model, StopReason, create_agent
 from zett_agent.cli import app
 from zett_agent.errors import StreamError

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from test_issue11_kinds import A_START, a_body, a_end, a_text, a_tool, named
+from handwritten_wire import A_START, a_body, a_end, a_text, a_tool, named
 from zett_agent import AgentEventType, AssistantMessage, Model, StopReason, create_agent
 from zett_agent.extensions import Extension
 from zett_agent.messages import ToolResultMessage

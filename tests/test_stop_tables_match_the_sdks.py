@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from test_issue11_kinds import A_START, a_text, body, c_chunk, data, g, named, r_message, r_text
+from handwritten_wire import A_START, a_text, body, c_chunk, data, g, named, r_message, r_text
 from zett_agent import Model, StopReason
 from zett_agent.errors import ProviderError
 from zett_agent.messages import UserMessage

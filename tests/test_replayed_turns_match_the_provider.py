@@ -1,4 +1,4 @@
-"""Issue 11 part 4: what the provider sent is sent back as it was.
+"""What the provider sent is sent back as it was.
 
 Per protocol: a recording is decoded over a real socket (``ReplayServer`` +
 ``Model.complete``), the next request is built (the answer, then a result for each

@@ -8,7 +8,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
+import subprocess
 import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +23,7 @@ from zett_agent.testing import Reply
 
 SERVERS = Path(__file__).parent / "mcp_servers"
 COUNTING = SERVERS / "counting_server.py"
+FAULTY = SERVERS / "faulty_server.py"
 NODE_BIN = SERVERS / "node_modules" / ".bin"
 
 
@@ -47,6 +53,47 @@ def need_node_server(name: str) -> Path:
 
 def counting_command() -> tuple[str, ...]:
     return (sys.executable, str(COUNTING))
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_for_port(port: int, process: subprocess.Popen[Any], seconds: float = 20) -> None:
+    """Until something listens on 127.0.0.1:``port`` (fails when ``process`` exits)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                pytest.fail(f"the test server on port {port} did not start")
+            time.sleep(0.05)
+
+
+@contextmanager
+def http_server(
+    args: Sequence[str], *, port: int | None = None, log: Path | None = None, env: Any = None
+) -> Iterator[tuple[str, subprocess.Popen[Any]]]:
+    """``python ARGS... PORT``-style test server (the port is put where ``{port}``
+    stands in ``args``); yields its ``/mcp`` URL and the process, stopped after."""
+    port = port or free_port()
+    command = [sys.executable, *(a.replace("{port}", str(port)) for a in args)]
+    errors = open(log, "a") if log is not None else subprocess.DEVNULL  # noqa: SIM115
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=errors, env={**os.environ, **(env or {})}
+    )
+    try:
+        wait_for_port(port, process)
+        yield f"http://127.0.0.1:{port}/mcp", process
+    finally:
+        process.kill()
+        process.wait(10)
+        if log is not None:
+            errors.close()  # type: ignore[union-attr]
 
 
 def calls_in(log: Path) -> list[dict[str, Any]]:

@@ -290,7 +290,7 @@ async def test_list_changed_over_the_2026_protocol_listen_stream(log: Path, tmp_
         text_reply("done"),
     ]
     async with MCPTools([server]) as tools:
-        assert tools.connections[0]._client.protocol_version >= "2026-07-28"
+        assert (tools.connections[0].protocol_version or "") >= "2026-07-28"
         _, replay = await run_with(tools, replies)
     assert "late" in {t["name"] for t in replay.requests[1].json["tools"]}
     assert [c["tool"] for c in calls_in(log)] == ["grow", "late"]
@@ -379,22 +379,28 @@ async def test_an_mcp_tool_that_needs_approval_reaches_the_server_only_once_appr
     assert final.text == "2"
 
 
-async def test_http_headers_reach_the_server_and_a_401_is_a_config_error() -> None:
+async def test_http_headers_reach_the_server_and_a_401_is_an_authorization_error() -> None:
     need_mcp()
+    from zett_agent import MCPAuthorizationError
     from zett_agent.mcp import MCPServer, MCPTools
     from zett_agent.testing import Reply
 
     denied = Reply.json({"error": "unauthorized"}, status=401)
     with ReplayServer([denied]) as replay:
         url = f"{replay.url}/mcp"
-        server = MCPServer.http(url, headers={"Authorization": "Bearer t0k"}, connect_timeout=5)
-        with anyio.fail_after(20), pytest.raises(ConfigError, match="could not be started"):
+        server = MCPServer.http(
+            url, headers={"Authorization": "Bearer t0k3n-secret"}, connect_timeout=5
+        )
+        with anyio.fail_after(20), pytest.raises(MCPAuthorizationError) as raised:
             async with MCPTools([server]):
                 pass
+    assert isinstance(raised.value, ConfigError) and raised.value.status == 401
+    assert "needs authorization" in str(raised.value) and url in str(raised.value)
+    assert "t0k3n-secret" not in str(raised.value)
     first = replay.requests[0]
     assert first.method == "POST" and first.path == "/mcp"
     headers = {k.lower(): v for k, v in first.headers.items()}
-    assert headers["authorization"] == "Bearer t0k"
+    assert headers["authorization"] == "Bearer t0k3n-secret"
     assert first.json["method"] == "initialize"
 
 

@@ -76,3 +76,30 @@ def test_run_with_an_mcp_server_that_cannot_start_names_it() -> None:
     )  # fmt: skip
     assert done.returncode == 1
     assert "/nonexistent/mcp-server --port 1" in done.stderr
+
+
+def test_run_with_mcp_auth_command_takes_a_token_from_the_command(tmp_path: Path) -> None:
+    need_mcp()
+    from mcp_helpers import FAULTY, http_server
+
+    replies = [call_reply("echo", {"text": "hi"}), answer("echoed")]
+    args = [str(FAULTY), "initialize", "http401", "--http", "{port}"]  # the first greeting: 401
+    with http_server(args) as (url, _), ReplayServer(replies) as replay:
+        done = zett(
+            "run", "--model", "openai:gpt-x", "--tools", "none", "--mcp", url,
+            "--mcp-auth", f"command:{sys.executable} -c 'print(\"tok-from-command\")'", "go",
+            env={"OPENAI_API_KEY": "k", "ZETT_OPENAI_BASE_URL": replay.url},
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "echoed"
+    assert "tok-from-command" not in done.stderr
+
+
+def test_an_unknown_mcp_auth_is_a_config_error() -> None:
+    need_mcp()
+    done = zett(
+        "run", "--model", "openai:gpt-x", "--mcp", "http://127.0.0.1:9/mcp",
+        "--mcp-auth", "magic", "go", env={"OPENAI_API_KEY": "k"},
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "--mcp-auth must be 'oauth' or 'command:CMD'" in done.stderr

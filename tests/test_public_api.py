@@ -35,6 +35,7 @@ PUBLIC = [
     "GoalVerdict",
     "ImagePart",
     "InMemorySessionStore",
+    "MCPAuthorizationError",
     "MediaPart",
     "Message",
     "Model",

@@ -24,6 +24,8 @@ FRAGMENTS = {
     "DurableAgent(agent, ": "needs the durable extra and tools the README does not define",
     "MCPTools(servers)": "needs MCP servers and tools the README does not define "
     "(tests/test_mcp*.py run them)",
+    "MCPTools(servers, elicitation=ask": "an outline: MCP servers the README does not "
+    "define (tests/test_mcp_server_requests.py, tests/test_mcp_resources_and_prompts.py)",
     "requires_approval(delete_file)": "an outline: tools the README does not define "
     "(tests/test_approvals.py runs the flow)",
     "chain = FallbackModel(": "an outline needing three providers' keys "

@@ -4,6 +4,7 @@
 
     ZettError
      ├── ConfigError          bad configuration: unknown provider, missing API key
+     │    └── MCPAuthorizationError  an MCP server needs authorization zett could not get
      ├── ProviderError        the provider answered with an error and no usable output
      │    ├── ProviderHTTPError   a non-2xx status that is not a refusal
      │    │    ├── ContextOverflowError  the prompt does not fit the context window
@@ -37,6 +38,7 @@ __all__ = [
     "ConfigError",
     "ContextOverflowError",
     "DecodeError",
+    "MCPAuthorizationError",
     "OutputAttempt",
     "OutputValidationError",
     "PartTooLargeError",
@@ -111,6 +113,26 @@ class OutputValidationError(ZettError):
         )
         self.attempts = attempts
         self.message = message
+
+
+class MCPAuthorizationError(ConfigError):
+    """An MCP server answered 401 or 403 (or its OAuth flow failed), and zett could
+    not obtain an authorization it accepts: give the server ``auth=`` (an OAuth
+    provider or a token, :mod:`zett_agent.mcp.auth`) or the right token.
+
+    A ``ConfigError``, so ``zett run`` still exits 1. ``server`` is the server's URL,
+    ``status`` the HTTP status (None when the OAuth flow itself failed), ``scope``
+    the scope a 403 ``insufficient_scope`` challenge asked for (or None). The
+    message never holds a token.
+    """
+
+    def __init__(
+        self, message: str, *, server: str, status: int | None = None, scope: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.server = server
+        self.status = status
+        self.scope = scope
 
 
 class DecodeError(ZettError):

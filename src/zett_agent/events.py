@@ -9,6 +9,12 @@ Order for one run::
     [MAX_TURNS_REACHED]
     RUN_COMPLETED | RUN_FAILED
 
+While a tool call runs, the tool may report (:func:`tool_events`):
+TOOL_PROGRESS (how far it is), TOOL_LOG (a log message of its source, such as an
+MCP server's ``notifications/message``) and TOOL_INPUT_REQUESTED (it asks a
+person for input: an MCP elicitation), each between the call's
+TOOL_CALL_STARTED and its TOOL_CALL_COMPLETED, with ``data`` saying what.
+
 MODEL_STOPPED comes right after MODEL_COMPLETED and only for an abnormal stop
 (``event.stop`` is set); a PAUSED step that is continued is not reported.
 RUN_COMPLETED still follows a refusal: the request ran to its end. The tool calls
@@ -28,8 +34,9 @@ and the typed value on RUN_COMPLETED (``event.output``, also ``message.output``)
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -57,7 +64,9 @@ __all__ = [
     "AgentEventDispatcher",
     "AgentEventType",
     "DeltaEvents",
+    "ToolEventSink",
     "final_message",
+    "tool_events",
 ]
 
 
@@ -77,6 +86,9 @@ class AgentEventType(StrEnum):
     TOOL_CALL_COMPLETED = "tool_call_completed"
     TOOL_APPROVAL_REQUESTED = "tool_approval_requested"
     TOOL_OUTCOME_UNKNOWN = "tool_outcome_unknown"
+    TOOL_PROGRESS = "tool_progress"
+    TOOL_LOG = "tool_log"
+    TOOL_INPUT_REQUESTED = "tool_input_requested"
     MAX_TURNS_REACHED = "max_turns_reached"
     BUDGET_REACHED = "budget_reached"
     RUN_COMPLETED = "run_completed"
@@ -109,6 +121,10 @@ class AgentEvent:
         usage, cost: the run's token counts and cost (RUN_COMPLETED).
         output: a structured run's typed value (RUN_COMPLETED), or the value so
             far (PARTIAL_OUTPUT); None otherwise.
+        data: what a running tool reported (TOOL_PROGRESS: ``progress``,
+            ``total``, ``message``; TOOL_LOG: ``level``, ``logger``, ``data``,
+            ``server``; TOOL_INPUT_REQUESTED: the request, see
+            :class:`zett_agent.mcp.elicitation.ElicitationRequest`), JSON values.
     """
 
     type: AgentEventType
@@ -124,6 +140,7 @@ class AgentEvent:
     usage: Usage | None = None
     cost: Cost | None = None
     output: Any = None
+    data: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-compatible record of this event (fields that are None left out)."""
@@ -165,6 +182,8 @@ class AgentEvent:
             record["cost"] = {"usd": self.cost.usd, "unknown": self.cost.unknown}
         if self.output is not None:
             record["output"] = to_jsonable_python(self.output)
+        if self.data is not None:
+            record["data"] = dict(self.data)
         return record
 
 
@@ -227,6 +246,20 @@ class DeltaEvents:
         if call is not None:
             values["tool_call"] = call
         return event
+
+
+ToolEventSink = Callable[[AgentEventType, ToolCall, Mapping[str, Any]], None]
+"""Adds an event of ``type`` about ``tool_call`` with ``data`` to the run's stream."""
+
+_TOOL_EVENTS: ContextVar[ToolEventSink | None] = ContextVar("zett_tool_events", default=None)
+
+
+def tool_events() -> ToolEventSink | None:
+    """Where the tool of a gated call reports TOOL_PROGRESS, TOOL_LOG and
+    TOOL_INPUT_REQUESTED while it runs (the events reach the run's stream at once);
+    None outside a run's tool calls. A tool opts in with the class attribute
+    ``Tool.reports_events`` (the loop then runs the calls beside the stream)."""
+    return _TOOL_EVENTS.get()
 
 
 class AgentEventDispatcher:

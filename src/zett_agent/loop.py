@@ -32,6 +32,7 @@ pass a :class:`~zett_agent.tools.ToolGate` (its rules, in their order, are in
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import time
 import uuid
@@ -46,7 +47,7 @@ import anyio
 from zett_agent._await import maybe_await as _maybe_await
 from zett_agent.budgets import RunBudget
 from zett_agent.conversation import Conversation
-from zett_agent.events import AgentEvent, AgentEventType, DeltaEvents
+from zett_agent.events import _TOOL_EVENTS, AgentEvent, AgentEventType, DeltaEvents
 from zett_agent.messages import (
     AssistantMessage,
     Message,
@@ -432,7 +433,8 @@ class _Run:
         for call in calls:
             yield self.event(_E.TOOL_CALL_STARTED, tool_call=call)
         results: dict[str, ToolResultMessage] = {}
-        await self._gate_calls(calls, results, answered=screening.answered)
+        async for event in self._reporting(calls, results, answered=screening.answered):
+            yield event
         for call in calls:
             yield self.event(_E.TOOL_CALL_COMPLETED, tool_call=call, tool_result=results[call.id])
         if waiting:
@@ -462,6 +464,57 @@ class _Run:
         finally:
             self.conversation.order_results(start, [c.id for c in calls])
 
+    async def _reporting(
+        self,
+        calls: list[ToolCall],
+        results: dict[str, ToolResultMessage],
+        *,
+        answered: Mapping[str, ToolResultMessage] | None = None,
+    ) -> AsyncIterator[AgentEvent]:
+        """:meth:`_gate_calls`, yielding what the tools report while they run
+        (TOOL_PROGRESS, TOOL_LOG, TOOL_INPUT_REQUESTED). Only when a call's tool
+        ``reports_events``: the calls then run in a task of their own beside this
+        stream (its context is this one's, with the sink set); cancelling the run
+        cancels that task, and the gate hands every unfinished call its result
+        before the cancellation goes on."""
+        tools = self.agent.tools
+        if not any(getattr(tools.get(c.name), "reports_events", False) for c in calls):
+            await self._gate_calls(calls, results, answered=answered)
+            return
+        queue: asyncio.Queue[AgentEvent] = asyncio.Queue()
+
+        def sink(kind: AgentEventType, call: ToolCall, data: Mapping[str, Any]) -> None:
+            queue.put_nowait(self.event(kind, tool_call=call, data=dict(data)))
+
+        token = _TOOL_EVENTS.set(sink)
+        try:
+            task = asyncio.ensure_future(self._gate_calls(calls, results, answered=answered))
+        finally:
+            _TOOL_EVENTS.reset(token)
+        try:
+            while True:
+                while not queue.empty():
+                    yield queue.get_nowait()
+                if task.done():
+                    break
+                getter = asyncio.ensure_future(queue.get())
+                got: AgentEvent | None = None
+                try:
+                    await asyncio.wait({task, getter}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    if getter.done() and not getter.cancelled():
+                        got = getter.result()
+                    else:
+                        getter.cancel()
+                if got is not None:
+                    yield got
+            task.result()  # the gate's own error (a hook's exception) goes on
+        finally:
+            if not task.done():
+                task.cancel()
+                with anyio.CancelScope(shield=True):
+                    await asyncio.wait({task})
+
     async def _run_decided(
         self, request: ApprovalRequest, decisions: Mapping[str, Decision]
     ) -> AsyncIterator[AgentEvent]:
@@ -472,7 +525,8 @@ class _Run:
         for call in approved:
             yield self.event(_E.TOOL_CALL_STARTED, tool_call=call)
         results: dict[str, ToolResultMessage] = {}
-        await self._gate_calls(approved, results)
+        async for event in self._reporting(approved, results):
+            yield event
         for call in approved:
             yield self.event(_E.TOOL_CALL_COMPLETED, tool_call=call, tool_result=results[call.id])
         for call in request.calls:

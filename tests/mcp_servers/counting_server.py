@@ -107,5 +107,17 @@ async def grow(ctx: Context) -> str:
     return "added the tool late"
 
 
+@server.tool()
+async def drop(name: str, ctx: Context) -> str:
+    """Removes the tool ``name`` and tells the client the tool list changed."""
+    record({"tool": "drop", "arguments": {"name": name}})
+    server.remove_tool(name)
+    if (ctx.protocol_version or "") >= "2026-07-28":
+        await ctx.notify_tools_changed()
+    else:
+        await ctx.session.send_tool_list_changed()
+    return f"removed the tool {name}"
+
+
 if __name__ == "__main__":
     server.run("stdio")

@@ -64,6 +64,15 @@ McpOption = Annotated[
         "or an http(s):// URL. Repeatable. Needs the 'mcp' extra."
     ),
 ]
+McpAuthOption = Annotated[
+    str | None,
+    typer.Option(
+        help="How the --mcp http(s):// servers are authorized: 'oauth' (prints the "
+        "authorization URL and waits for the URL the browser was sent back to; the "
+        "token is kept in a file only you can read), or 'command:CMD' (CMD prints a "
+        "token; run again after a 401)."
+    ),
+]
 RequireApprovalOption = Annotated[
     list[str] | None,
     typer.Option(

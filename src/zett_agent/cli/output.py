@@ -207,6 +207,8 @@ class Printer:
             style = "red" if result.is_error else "green"
             self.line(Text.assemble(("   ↳ ", style), (content, style)))
             self.wait("Waiting for the model…")
+        elif kind in (AgentEventType.TOOL_PROGRESS, AgentEventType.TOOL_LOG) and event.data:
+            self.line(Text(f"   · {tool_report(event.data)}", style="dim"))
         elif kind in (
             AgentEventType.MODEL_STOPPED,
             AgentEventType.MAX_TURNS_REACHED,
@@ -251,3 +253,15 @@ class Printer:
         else:
             self.end_text()
             self.err.print(Text(f"✖ run failed: {text}", style="bold red"))
+
+
+def tool_report(data: Mapping[str, Any]) -> str:
+    """One line for a running tool's progress or log message (TOOL_PROGRESS,
+    TOOL_LOG): ``2/3 step 2``, ``info: halfway there``."""
+    if "progress" in data:
+        total = data.get("total")
+        done = f"{data['progress']:g}" + (f"/{total:g}" if isinstance(total, int | float) else "")
+        return " ".join(x for x in (done, str(data.get("message") or "")) if x)
+    text = data.get("data")
+    shown = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)
+    return f"{data.get('level', 'log')}: {shown}"[:500]

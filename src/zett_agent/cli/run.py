@@ -28,6 +28,7 @@ from zett_agent.cli.main import (
     EXIT_TABLE,
     REMEMBERED,
     MaxTokensOption,
+    McpAuthOption,
     McpOption,
     ModelOption,
     RequireApprovalOption,
@@ -119,6 +120,8 @@ class RunOptions:
     """The environment variable ``model`` came from (named in its errors), if any."""
     mcp: Sequence[str] = ()
     """``--mcp``: MCP server command lines or URLs whose tools are offered."""
+    mcp_auth: str | None = None
+    """``--mcp-auth``: ``oauth`` or ``command:CMD`` for the HTTP servers of ``--mcp``."""
     require_approval: Sequence[str] = ()
     """``--require-approval``: tool names (or ``all``) whose calls wait for approval."""
     yes: bool = False
@@ -210,6 +213,7 @@ def run(
         ),
     ] = None,
     mcp: McpOption = None,
+    mcp_auth: McpAuthOption = None,
     require_approval: RequireApprovalOption = None,
     yes: YesOption = False,
     max_cost: Annotated[
@@ -279,6 +283,7 @@ def run(
         session=session,
         model_variable=model_variable(ctx),
         mcp=tuple(mcp or ()),
+        mcp_auth=mcp_auth,
         require_approval=tuple(require_approval or ()),
         yes=yes,
         attempt_timeout=attempt_timeout,
@@ -455,7 +460,7 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
             output_type=options.output_schema,
         )
         asker = Asker(err, yes=options.yes)
-        async with mcp_tools(options.mcp, agent):
+        async with mcp_tools(options.mcp, agent, auth=options.mcp_auth):
             events = run_events(agent, options, err, asker)
             async with aclosing(events):
                 async for event in events:

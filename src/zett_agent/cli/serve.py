@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from zett_agent.cli.main import app
+from zett_agent.cli.main import McpAuthOption, McpOption, app
 
 __all__ = ["DEFAULT_MODEL", "serve"]
 
@@ -58,6 +58,8 @@ def serve(
         list[str] | None,
         typer.Option(help="An origin allowed to call the API from another site (repeatable)."),
     ] = None,
+    mcp: McpOption = None,
+    mcp_auth: McpAuthOption = None,
 ) -> None:
     """Serve the agent over HTTP: a chat page at / and the AI SDK's UI message stream.
 
@@ -65,6 +67,7 @@ def serve(
     resumes cut-off answers and lists sessions. POST /api/chat speaks the Vercel AI
     SDK's UI message stream protocol (useChat), with a data-stop chunk per abnormal
     step. Only 127.0.0.1 by default; another address needs a bearer token.
+    --mcp servers' tools are offered; what they ask the person is a form in the page.
     """
     try:
         import uvicorn
@@ -107,9 +110,21 @@ def serve(
         allowed_hosts=tuple(allowed_host or ()),
         cors_origins=tuple(cors_origin or ()),
     )
+    toolset = None
+    if mcp:
+        from zett_agent.cli.mcp_tools import mcp_toolset
+
+        try:
+            toolset = mcp_toolset(mcp, auth=mcp_auth)
+        except ZettError as error:
+            raise typer.BadParameter(str(error), param_hint="--mcp") from None
     try:
         web = create_app(
-            Agent(resolved, config, offered), SQLiteSessionStore(db), settings, owns=True
+            Agent(resolved, config, offered),
+            SQLiteSessionStore(db),
+            settings,
+            owns=True,
+            mcp=toolset,
         )
     except ValueError as error:
         raise typer.BadParameter(str(error)) from None

@@ -18,6 +18,7 @@ import typer
 from zett_agent.cli.main import (
     EXIT_CODES,
     MaxTokensOption,
+    McpAuthOption,
     McpOption,
     ModelOption,
     RequireApprovalOption,
@@ -188,6 +189,7 @@ def resume(
         bool, typer.Option("--json", help="Print one JSON record per event.")
     ] = False,
     mcp: McpOption = None,
+    mcp_auth: McpAuthOption = None,
     require_approval: RequireApprovalOption = None,
     yes: YesOption = False,
 ) -> None:
@@ -216,6 +218,7 @@ def resume(
         session=session_id,
         model_variable=model_variable(ctx),
         mcp=tuple(mcp or ()),
+        mcp_auth=mcp_auth,
         require_approval=tuple(require_approval or ()),
         yes=yes,
         explicit=explicit_options(ctx, REMEMBERED),

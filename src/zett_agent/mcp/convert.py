@@ -20,17 +20,18 @@ How a result becomes the text the model reads (MCP specification, "Tools" →
 The whole text is cut at the tool's ``max_result_chars`` with a note saying so.
 ``isError: true`` makes an error result (``is_error=True``) with the same text.
 A call that fails in any other way (the server crashed, hung past the timeout,
-exited, or answered with a JSON-RPC error) is answered with an error result
-saying what happened; the run goes on.
+exited, was unreachable, needs authorization, or answered with a JSON-RPC error)
+is answered with an error result saying what happened; the run goes on.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 import mcp_types
 from pydantic import BaseModel, ConfigDict
@@ -40,12 +41,15 @@ from zett_agent.parts import DEFAULT_MAX_PART_BYTES, AudioPart, ImagePart, Media
 from zett_agent.protocols.base import ToolSpec
 from zett_agent.tools import Tool
 
+from .connection import RequestFailedError
 from .schema import sanitize_schema
 
 __all__ = ["MCPTool", "result_parts", "result_text"]
 
-CallFunction = Callable[[str, dict[str, Any]], Awaitable[mcp_types.CallToolResult]]
-"""Calls the server's tool by its own name with the arguments; raises when the call fails."""
+CallFunction = Callable[[str, dict[str, Any], ToolCall], Awaitable[mcp_types.CallToolResult]]
+"""Calls the server's tool by its own name with the arguments, for zett's call; raises
+:class:`~zett_agent.mcp.connection.RequestFailedError` (its message is the result text)
+or the SDK's ``MCPError`` when the call fails."""
 
 
 class _AnyArguments(BaseModel):
@@ -62,19 +66,27 @@ class MCPTool(Tool):
     label (for messages), ``input_schema`` the server's own schema (arguments are
     checked against it before the server is called), ``protocol`` the wire
     protocol whose rules the sent schema follows (None: all of them),
-    ``timeout`` the most seconds one call may take (:attr:`Tool.timeout`, applied
-    by the tool runner; the server is then told the call is cancelled), ``max_result_chars`` the
-    longest result text. ``requires_approval`` (from the server's ``approval``):
-    each call waits for a person's decision (:mod:`zett_agent.approvals`).
+    ``call_timeout`` the most seconds one call may take, not counting the time a
+    person is asked something for it (an elicitation); the connection applies it
+    (then the call gets an error result and the server is told it is cancelled),
+    so :attr:`Tool.timeout`, the gate's clock (rule 7), is ``math.inf`` for an MCP
+    tool. ``max_result_chars`` is the longest result text. ``requires_approval``
+    (from the server's ``approval``): each call waits for a person's decision
+    (:mod:`zett_agent.approvals`).
     """
+
+    reports_events: ClassVar[bool] = True  # progress, logs, elicitation: TOOL_* events
 
     server_name: str = ""
     server: str = ""
     input_schema: Mapping[str, Any] = field(default_factory=dict)
     protocol: str | None = None
-    timeout: float = 60.0
+    timeout: float | None = math.inf
+    call_timeout: float = 60.0
     max_result_chars: int = 100_000
     send: CallFunction | None = None
+    redact: Callable[[str], str] = str
+    """Takes the server's credentials out of a result text (tokens it may echo)."""
 
     @cached_property
     def spec(self) -> ToolSpec:
@@ -86,10 +98,10 @@ class MCPTool(Tool):
     async def call(self, call: ToolCall) -> ToolResultMessage:
         """Check the arguments, call the server (bounded by ``timeout``), map the result.
 
-        Never raises for a failed call: invalid arguments, a timeout, a crashed or
-        exited server, a JSON-RPC error and ``isError`` are error results.
-        Cancellation propagates (the MCP client tells the server the call is
-        cancelled)."""
+        Never raises for a failed call: invalid arguments, a timeout, a crashed,
+        exited or unreachable server, one that needs authorization, a JSON-RPC
+        error and ``isError`` are error results. Cancellation propagates (the MCP
+        client tells the server the call is cancelled)."""
         try:
             arguments = call.parsed_arguments()
         except (ValueError, RecursionError):
@@ -98,15 +110,19 @@ class MCPTool(Tool):
         if problem is not None:
             return _error(call, f"invalid arguments: {problem}")
         assert self.send is not None, "an MCPTool is made with a send function"
-        try:  # bounded by the tool runner's timeout (Tool.timeout) and the client's read timeout
-            result = await self.send(self.server_name, arguments)
-        except Exception as error:  # crashed, exited, JSON-RPC error: the model is told
+        try:  # bounded by call_timeout (the connection's clock)
+            result = await self.send(self.server_name, arguments, call)
+        except RequestFailedError as error:  # crashed, exited, unreachable, timed out, unauthorized
+            return _error(call, str(error))
+        except Exception as error:  # a JSON-RPC error, an unreadable result: the model is told
             return _error(
                 call,
-                f"MCP server {self.server}: tool {self.server_name!r} failed: "
-                f"{type(error).__name__}: {error}",
+                self.redact(
+                    f"MCP server {self.server}: tool {self.server_name!r} failed: "
+                    f"{type(error).__name__}: {error}"
+                ),
             )
-        text = result_text(result, self.max_result_chars)
+        text = self.redact(result_text(result, self.max_result_chars))
         parts = result_parts(result)
         return ToolResultMessage(
             call.id, call.name, text, is_error=bool(result.is_error), parts=parts
@@ -123,6 +139,7 @@ def make_tool(
     timeout: float,
     max_result_chars: int,
     requires_approval: bool = False,
+    redact: Callable[[str], str] = str,
 ) -> MCPTool:
     """The native tool for the server's ``tool``, offered as ``name``."""
     description = tool.description or tool.title or tool.name
@@ -136,9 +153,10 @@ def make_tool(
         server=server,
         input_schema=dict(tool.input_schema),
         protocol=protocol,
-        timeout=timeout,
+        call_timeout=timeout,
         max_result_chars=max_result_chars,
         send=send,
+        redact=redact,
     )
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
-from contextlib import aclosing, asynccontextmanager
+from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,6 +71,7 @@ from .attachments import (
     part_response,
     stored_part,
 )
+from .elicitations import Elicitations
 from .history import assistant_message_id, ui_messages
 from .request import ChatRequest, RequestError, new_input, valid_session_id
 from .security import Guard, error_response, is_loopback
@@ -119,6 +120,7 @@ class _State:
     settings: ServeSettings
     own: bool
     running: set[str] = field(default_factory=set)
+    elicitations: Elicitations = field(default_factory=Elicitations)
 
 
 def create_app(
@@ -128,13 +130,17 @@ def create_app(
     *,
     owns: bool = False,
     handoff: ApprovalHandoff | None = None,
+    mcp: Any = None,
 ) -> Starlette:
     """The ASGI app serving ``agent`` over sessions in ``store`` (default: in memory).
 
     ``owns``: close the agent (and so its model, a local server it started) and the
     store when the app shuts down; else they stay the caller's to close. The
     app's lifespan starts the model first (``ensure_ready``: the local model's
-    server). Raises ``ValueError`` for a non-loopback ``settings.host`` without a
+    server). ``mcp``: an :class:`~zett_agent.mcp.MCPTools` entered for the app's
+    life (in its lifespan) and attached to ``agent``; when it has no
+    ``elicitation`` callback, the page answers its servers' elicitations
+    (:mod:`.elicitations`). Raises ``ValueError`` for a non-loopback ``settings.host`` without a
     token, or ``"*"`` in ``allowed_hosts`` without a token.
 
     ``handoff``: where the approve route hands the decided calls of a durable
@@ -157,7 +163,13 @@ def create_app(
         if ready is not None:
             await ready()
         try:
-            yield
+            async with AsyncExitStack() as stack:
+                if mcp is not None:
+                    if mcp.elicitation is None:
+                        mcp.elicitation = state.elicitations.ask
+                    await stack.enter_async_context(mcp)
+                    mcp.attach(agent)
+                yield
         finally:
             if state.own:
                 await agent.aclose()
@@ -195,6 +207,7 @@ def create_app(
             Route("/api/sessions/{id}/parts/{sha256}", stored_part_bytes),
             Route("/api/sessions/{id}/resume", resume, methods=["POST"]),
             Route("/api/sessions/{id}/approve", approve, methods=["POST"]),
+            Route("/api/elicitations/{id}", elicitation, methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ],
         middleware=middleware,
@@ -455,6 +468,28 @@ async def _primed(
         yield first
         async for event in rest:
             yield event
+
+
+async def elicitation(request: Request) -> Response:
+    """Answer an MCP server's elicitation the page showed (the ``id`` of its
+    ``data-elicitation`` chunk). Body: ``{"action": "accept", "content": {...}}``,
+    or ``{"action": "decline"}`` / ``"cancel"``. 204; 404 when nothing waits for
+    that id (answered already, or its run ended); 422 for another body."""
+    state = _state(request)
+    if not _is_json(request):
+        raise RequestError("send the body as application/json", 415)
+    data = await _read_json(request, state.settings.max_body_bytes)
+    action = data.get("action") if isinstance(data, dict) else None
+    content = data.get("content") if isinstance(data, dict) else None
+    if not isinstance(action, str) or (content is not None and not isinstance(content, dict)):
+        raise RequestError('send {"action": "accept", "content": {...}}', 422)
+    try:
+        found = state.elicitations.answer(str(request.path_params["id"]), action, content)
+    except ValueError as error:
+        raise RequestError(str(error), 422) from None
+    if not found:
+        raise RequestError("nothing waits for that answer (answered, or its run ended)", 404)
+    return Response(status_code=204)
 
 
 def _reason(value: Any) -> str | None:

@@ -15,6 +15,7 @@ One run is one UI assistant message::
       tool-input-start tool-input-delta tool-input-available | tool-input-error
                                                            (at the end of the step)
       [data-stop]                                          (an abnormal step)
+      [data-elicitation]*                                  (a tool asks the person)
       tool-output-available | tool-output-error            (as the tools finish)
       finish-step )*
     [data-stop]                                            (max_turns used up)
@@ -27,6 +28,12 @@ per PARTIAL_OUTPUT while the answer streams (``partial: true``), then the final
 value with the run's end. They share one ``id``, so a front end's message keeps one
 ``data-output`` part, replaced as it grows (the AI SDK reconciles data parts by
 type and id); a restored session shows the final one (:mod:`.history`).
+
+**A person is asked** (an MCP server's elicitation during a tool call,
+TOOL_INPUT_REQUESTED) is a ``data-elicitation`` chunk whose ``data`` is the request
+(``zett_agent.mcp.elicitation.ElicitationRequest.to_dict``: mode, message, fields
+with defaults, url) and whose ``id`` is its id: a front end shows a form and
+answers with ``POST /api/elicitations/{id}`` (:mod:`.elicitations`).
 
 **Why it stopped** is a custom data chunk, ``{"type": "data-stop", "data": {...}}``,
 sent once per *abnormal step* (each ``MODEL_STOPPED``) with the fields of
@@ -244,6 +251,11 @@ class UIMessageStream:
                 out += self._tool_output(event.tool_result)
             case AgentEventType.TOOL_APPROVAL_REQUESTED if event.tool_call is not None:
                 out += self._approval_request(event.tool_call)
+            case AgentEventType.TOOL_INPUT_REQUESTED if event.data is not None:
+                # an MCP server asks the person (zett_agent.mcp.elicitation): the
+                # page shows a form and posts to /api/elicitations/{id}
+                data = dict(event.data)
+                out.append({"type": "data-elicitation", "id": str(data.get("id")), "data": data})
             case AgentEventType.PARTIAL_OUTPUT if event.output is not None:
                 out.append(output_data(event.output, partial=True))
             case AgentEventType.RUN_COMPLETED:

@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cached_property, partial
-from typing import Any, TypeVar, get_type_hints, overload
+from typing import Any, ClassVar, TypeVar, get_type_hints, overload
 
 import anyio
 import anyio.to_thread
@@ -63,6 +63,10 @@ class Tool:
     while the call ran (its outcome unknown), a resumed or recovered run runs it
     again instead of answering "may or may not have taken effect". Set by
     :func:`idempotent`."""
+    reports_events: ClassVar[bool] = False
+    """A class whose calls report progress, logs or requests for input while they
+    run (:func:`zett_agent.events.tool_events`): the loop then runs them beside
+    the event stream, so those events reach the host at once."""
 
     @property
     def in_thread(self) -> bool:

@@ -324,6 +324,87 @@ function decide(part, approved) {
   run(`/api/sessions/${encodeURIComponent(state.chatId)}/approve`, { decisions });
 }
 
+// An MCP server asks the person during a tool call (data-elicitation): a form of
+// its fields, started from their defaults, or a link (URL mode). The answer goes
+// to POST /api/elicitations/{id}; the tool call goes on when it arrives.
+function renderElicitation(part) {
+  const data = part.data;
+  const box = el('form', 'elicitation');
+  box.append(el('div', 'name', `${data.server} asks`));
+  box.append(el('div', 'text', data.message));
+  if (part.answered) {
+    box.append(el('span', 'dim', part.answered === 'accept' ? 'Answered' : 'Declined'));
+    return box;
+  }
+  const inputs = {};
+  if (data.mode === 'url') {
+    const link = el('a', 'url', data.url);
+    link.href = data.url; link.target = '_blank'; link.rel = 'noopener noreferrer';
+    box.append(link);
+  }
+  for (const field of data.fields || []) {
+    const label = el('label', 'field');
+    label.append(el('span', 'label', field.title + (field.required ? ' *' : '')));
+    let input;
+    if (field.choices.length && !field.multiple) {
+      input = el('select');
+      for (const choice of field.choices) {
+        const option = el('option', '', choice); option.value = choice;
+        if (choice === field.default) option.selected = true;
+        input.append(option);
+      }
+    } else {
+      input = el('input');
+      input.type = field.type === 'boolean' ? 'checkbox' : (field.type === 'number' || field.type === 'integer') ? 'number' : 'text';
+      if (field.type === 'boolean') input.checked = field.default === true;
+      else if (field.default !== null && field.default !== undefined) input.value = String(field.default);
+      if (field.type === 'integer') input.step = '1';
+    }
+    input.name = field.name;
+    if (field.required && field.type !== 'boolean') input.required = true;
+    if (field.description) input.title = field.description;
+    inputs[field.name] = [field, input];
+    label.append(input);
+    box.append(label);
+  }
+  const row = el('div', 'approval');
+  const accept = el('button', 'approve', data.mode === 'url' ? 'Done' : 'Accept');
+  accept.type = 'submit';
+  const decline = el('button', 'deny', 'Decline');
+  decline.type = 'button';
+  row.append(accept, decline);
+  box.append(row);
+  box.addEventListener('submit', event => {
+    event.preventDefault();
+    const content = {};
+    for (const [name, [field, input]] of Object.entries(inputs)) {
+      if (field.type === 'boolean') content[name] = input.checked;
+      else if (input.value === '') continue;
+      else if (field.type === 'integer') content[name] = parseInt(input.value, 10);
+      else if (field.type === 'number') content[name] = Number(input.value);
+      else if (field.multiple) content[name] = input.value.split(',').map(v => v.trim()).filter(Boolean);
+      else content[name] = input.value;
+    }
+    answerElicitation(part, 'accept', content);
+  });
+  decline.addEventListener('click', () => answerElicitation(part, 'decline'));
+  return box;
+}
+
+async function answerElicitation(part, action, content) {
+  part.answered = action;
+  render();
+  try {
+    await api(`/api/elicitations/${encodeURIComponent(part.data.id)}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(content ? { action, content } : { action }),
+    });
+  } catch (error) {
+    setStatus(`The answer was not taken: ${error.message || error}`);
+  }
+}
+
 function render() {
   const root = $('messages');
   root.replaceChildren();
@@ -344,7 +425,8 @@ function render() {
         else if (part.type === 'data-stop') {
           const last = lastMessage && at === message.parts.length - 1;
           box.append(renderStop(part.data, last && RESUMABLE.has(part.data.reason)));
-        } else if (part.type === 'error') box.append(el('div', 'error-notice', part.text));
+        } else if (part.type === 'data-elicitation') box.append(renderElicitation(part));
+        else if (part.type === 'error') box.append(el('div', 'error-notice', part.text));
       });
     }
     root.append(box);

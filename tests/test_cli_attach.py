@@ -51,7 +51,7 @@ def test_attached_files_go_with_the_prompt(tmp_path: Path) -> None:
         env = {"ZETT_ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "test"}
         done = zett(
             "run", "--model", "anthropic:claude", "--tools", "none", "--db", str(db),
-            "--session", "pics", "--attach", str(tmp_path / "dot.png"),
+            "--new-session", "pics", "--attach", str(tmp_path / "dot.png"),
             "--attach", str(tmp_path / "scan"), "What are these?",
             env=env,
         )  # fmt: skip

@@ -74,7 +74,7 @@ def test_worker_submit_and_runs_on_one_sqlite_file(tmp_path: Path) -> None:
                 "submit",
                 "--agent",
                 "noter",
-                "--session",
+                "--new-session",
                 "s",
                 "--run-id",
                 "r1",
@@ -98,6 +98,19 @@ def test_worker_submit_and_runs_on_one_sqlite_file(tmp_path: Path) -> None:
             assert [json.loads(line)["run_id"] for line in listed] == ["r1"]
             missing = zett("runs", "status", "nope", env=env)
             assert missing.returncode == 1 and "no run 'nope'" in missing.stderr
+            mine = zett("runs", "list", "--executor", "solo", env=env).stdout.splitlines()
+            assert [json.loads(line)["run_id"] for line in mine] == ["r1"]
+            assert zett("runs", "list", "--executor", "w9", env=env).stdout == ""
+            # a recover that finds nothing says so (it was silent, exit 0)
+            none = zett("runs", "recover", "w9", env=env)
+            assert none.returncode == 0 and none.stdout == ""
+            assert "requeued 0 runs: executor 'w9' has no unfinished run" in none.stderr
+            assert "executor_id" in none.stderr  # and how to see which worker holds a run
+            # a mistyped session is refused, and so is a new session under a taken id
+            typo = zett("submit", "--agent", "noter", "--session", "sx", "note y", env=env)
+            assert typo.returncode == 1 and "no session 'sx'" in typo.stderr
+            taken = zett("submit", "--agent", "noter", "--new-session", "s", "note y", env=env)
+            assert taken.returncode == 1 and "exists already" in taken.stderr
             assert server.remaining == 0 and len(server.requests) == 2
         finally:
             worker.send_signal(signal.SIGTERM)

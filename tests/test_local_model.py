@@ -231,26 +231,60 @@ async def test_required_tool_choice_on_the_local_server() -> None:
     assert sent[0]["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
 
 
-async def test_a_full_window_without_max_tokens_names_its_size() -> None:
-    cut = Reply.sse([
+def _cut(output_tokens: int | None) -> Reply:
+    usage = None if output_tokens is None else {
+        "prompt_tokens": 9, "completion_tokens": output_tokens, "total_tokens": 9 + output_tokens
+    }  # fmt: skip
+    return Reply.sse([
         (None, _chunk({"role": "assistant", "content": "and so on"})),
-        (None, _chunk({}, "length")),
+        (None, {**_chunk({}, "length"), **({"usage": usage} if usage else {})}),
         (None, "[DONE]"),
     ])  # fmt: skip
-    with ReplayServer([cut, cut]) as fake:
-        model = LocalLlamaModel("smollm2", base_url=fake.url, n_ctx=512)
+
+
+async def test_without_max_tokens_the_default_limit_is_sent_and_named() -> None:
+    """A request without ``max_tokens`` gets the local default (512); a cut at it
+    names that default, a cut before it (the window filled) names the window."""
+    with ReplayServer([_cut(512), _cut(None), _cut(300), _cut(5), _cut(None)]) as fake:
+        model = LocalLlamaModel("smollm2", base_url=fake.url, n_ctx=2048)
+        small = LocalLlamaModel("smollm2", base_url=fake.url, n_ctx=256)
         try:
-            unbounded = await model.complete(ask("x"))
-            bounded = await model.complete(
-                ModelRequest(model="smollm2", messages=[UserMessage("x")], max_tokens=5)
-            )
+            at_default = await model.complete(ask("x"))
+            no_usage = await model.complete(ask("x"))  # a stream: the server sends no usage
+            window = await model.complete(ask("x"))
+            bounded = await model.complete(ask("x", max_tokens=5))
+            small_window = await small.complete(ask("x"))  # 512 cannot come before 256
         finally:
             await model.aclose()
-    stop = unbounded.stop
-    assert stop is not None and stop.reason is StopReason.MAX_OUTPUT
-    assert stop.detail["context_window"] == 512
-    assert "context window (512 tokens" in (stop.message or "")
-    assert bounded.stop is not None and "context_window" not in bounded.stop.detail
+            await small.aclose()
+        sent = [r.json["max_tokens"] for r in fake.requests]
+    assert sent == [512, 512, 512, 5, 512]
+    for cut in (at_default, no_usage):
+        assert cut.stop is not None and cut.stop.reason is StopReason.MAX_OUTPUT
+        assert cut.stop.detail["default_max_tokens"] == 512
+        assert "default output limit of 512 tokens" in (cut.stop.message or "")
+    assert window.stop is not None and window.stop.detail["context_window"] == 2048
+    assert "context window (2048 tokens" in (window.stop.message or "")
+    assert small_window.stop is not None and small_window.stop.detail["context_window"] == 256
+    assert bounded.stop is not None and bounded.stop.message is None  # the caller's own limit
+    assert "default_max_tokens" not in bounded.stop.detail
+
+
+async def test_the_default_limit_comes_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ZETT_LLAMACPP_MAX_TOKENS", "64")
+    with ReplayServer([_cut(64)]) as fake:
+        model = LocalLlamaModel("smollm2", base_url=fake.url)
+        try:
+            cut = await model.complete(ask("x"))
+        finally:
+            await model.aclose()
+        assert fake.requests[0].json["max_tokens"] == 64
+    assert cut.stop is not None and "default output limit of 64 tokens" in (cut.stop.message or "")
+    monkeypatch.setenv("ZETT_LLAMACPP_MAX_TOKENS", "many")
+    with pytest.raises(ConfigError, match="ZETT_LLAMACPP_MAX_TOKENS"):
+        LocalLlamaModel("smollm2", base_url=fake.url)
 
 
 def test_a_base_url_means_no_server(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -463,23 +463,20 @@ def test_zett_serve_command_off_loopback_makes_and_prints_a_token(
     import uvicorn
 
     seen: dict[str, Any] = {}
-    monkeypatch.setattr(uvicorn, "run", lambda app, **options: seen.update(app=app, **options))
+
+    def run(server: Any, sockets: Any = None) -> None:  # what zett serve hands uvicorn
+        seen.update(app=server.config.app, bound=[sock.getsockname()[:2] for sock in sockets])
+        server.started = True
+
+    monkeypatch.setattr(uvicorn.Server, "run", run)
     result = CliRunner().invoke(
         cli_app,
-        [
-            "serve",
-            "--model",
-            "openai:gpt-test",
-            "--host",
-            "0.0.0.0",
-            "--port",
-            "8123",
-            "--db",
-            ":memory:",
-        ],
+        ["serve", "--model", "openai:gpt-test", "--host", "0.0.0.0", "--port", "0",
+         "--db", ":memory:"],
         env={"OPENAI_API_KEY": "test", "ZETT_SERVE_TOKEN": ""},
-    )
+    )  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert (seen["host"], seen["port"]) == ("0.0.0.0", 8123)
-    assert "http://0.0.0.0:8123/#token=" in result.output
+    ((host, port),) = seen["bound"]
+    assert host == "0.0.0.0" and port != 0  # bound before the URL is printed
+    assert f"http://0.0.0.0:{port}/#token=" in result.output
     assert "tools: get_weather, get_time" in result.output

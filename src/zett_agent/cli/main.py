@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -26,10 +27,22 @@ __all__ = [
     "EXIT_CODES",
     "EXIT_TABLE",
     "REMEMBERED",
+    "AttemptTimeoutOption",
+    "ContinueOption",
+    "MaxCostOption",
     "MaxTokensOption",
+    "MaxTotalTokensOption",
+    "MaxTurnsOption",
     "McpOption",
     "ModelOption",
+    "NewSessionOption",
+    "ReasoningOption",
     "RequireApprovalOption",
+    "SessionDbOption",
+    "SessionOption",
+    "SystemOption",
+    "ToolChoiceOption",
+    "ToolsOption",
     "YesOption",
     "app",
     "err_console",
@@ -40,7 +53,8 @@ __all__ = [
 DEFAULT_MODEL = "llamacpp:smollm2"
 """The model ``zett run`` uses without ``--model``: local, free, no key needed."""
 
-# Options that ``zett run`` and ``zett sessions resume`` share, spelled once.
+# Options that ``zett run``, ``zett chat``, ``zett sessions resume`` and ``zett serve``
+# share, spelled once (a command lists those it takes).
 ModelOption = Annotated[
     str | None,
     typer.Option(
@@ -55,7 +69,77 @@ ModelOption = Annotated[
     ),
 ]
 MaxTokensOption = Annotated[
-    int | None, typer.Option(min=1, help="Output limit of each model call, in tokens.")
+    int | None,
+    typer.Option(
+        min=1,
+        help="Output limit of each model call, in tokens (the local model's default: 512).",
+    ),
+]
+MaxTurnsOption = Annotated[int | None, typer.Option(min=1, help="Model calls allowed in a run.")]
+ToolsOption = Annotated[
+    str,
+    typer.Option(
+        help="Tools to offer: demo (get_weather, get_time), none, "
+        "or demo tool names joined by commas (get_weather)."
+    ),
+]
+ToolChoiceOption = Annotated[
+    str | None,
+    typer.Option(
+        help="auto, none, required, or an offered tool's name (an MCP tool's too) to make "
+        "the first call use it (later calls are auto once a tool ran). On the local "
+        "model the tools are shown to the model only with a tool choice.",
+    ),
+]
+SystemOption = Annotated[str | None, typer.Option(help="Instructions (system prompt).")]
+SessionDbOption = Annotated[
+    Path | None,
+    typer.Option(envvar="ZETT_DB", help="SQLite file to store the session in."),
+]
+SessionOption = Annotated[
+    str | None,
+    typer.Option(
+        help="A stored session to continue: its id or a unique prefix of it (needs --db). "
+        "An unknown id is refused; --new-session makes one."
+    ),
+]
+NewSessionOption = Annotated[
+    str | None,
+    typer.Option(help="Start a new stored session with this id (needs --db)."),
+]
+ContinueOption = Annotated[
+    bool,
+    typer.Option(
+        "--continue", "-c", help="Continue the latest session of --db (the last one written)."
+    ),
+]
+MaxCostOption = Annotated[
+    float | None,
+    typer.Option(
+        min=0.0,
+        help="End the run once its answers cost this many US dollars (exit 10); "
+        "refused before sending when a model's price is unknown. Needs the "
+        "'prices' extra.",
+    ),
+]
+MaxTotalTokensOption = Annotated[
+    int | None,
+    typer.Option(min=1, help="End the run once it used this many tokens (exit 11)."),
+]
+ReasoningOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Reasoning effort: none, minimal, low, medium, high, xhigh, max, "
+        "or a thinking budget in tokens (a number), as the provider takes it."
+    ),
+]
+AttemptTimeoutOption = Annotated[
+    float | None,
+    typer.Option(
+        min=0.1,
+        help="Seconds each model call attempt may take, streamed or not (per call "
+        "attempt, not per run: every call and every retry gets its own). Default 600.",
+    ),
 ]
 McpOption = Annotated[
     list[str] | None,

@@ -27,11 +27,23 @@ from zett_agent.cli.main import (
     EXIT_CODES,
     EXIT_TABLE,
     REMEMBERED,
+    AttemptTimeoutOption,
+    ContinueOption,
+    MaxCostOption,
     MaxTokensOption,
+    MaxTotalTokensOption,
+    MaxTurnsOption,
     McpAuthOption,
     McpOption,
     ModelOption,
+    NewSessionOption,
+    ReasoningOption,
     RequireApprovalOption,
+    SessionDbOption,
+    SessionOption,
+    SystemOption,
+    ToolChoiceOption,
+    ToolsOption,
     YesOption,
     app,
     err_console,
@@ -44,19 +56,26 @@ if TYPE_CHECKING:
 
     from zett_agent.agent import Agent
     from zett_agent.cli.approvals import Asker
+    from zett_agent.cli.output import Printer
     from zett_agent.events import AgentEvent
     from zett_agent.messages import UserMessage
     from zett_agent.parts import MediaPart
 
 __all__ = [
     "DEFAULT_MAX_ATTACH_BYTES",
+    "KEYWORD_CHOICES",
     "RunOptions",
     "exit_code_for",
+    "pick_session_or_exit",
     "read_attachments",
     "run_agent",
     "run_events",
     "stdin_prompt",
+    "validate_tool_choice",
 ]
+
+KEYWORD_CHOICES = ("auto", "none", "required")
+"""The ``--tool-choice`` values that are not a tool's name."""
 
 DEFAULT_MAX_ATTACH_BYTES = 20 * 1024 * 1024
 """``--max-attach-bytes`` by default (:data:`zett_agent.parts.DEFAULT_MAX_PART_BYTES`,
@@ -74,9 +93,10 @@ approval options unless they are given here (ZETT_MODEL is for new sessions).
 It needs: pip install -e '.[local]'. On it the tools are shown to the model
 only with --tool-choice (llama.cpp's server ignores tools sent without one).
 
-With --db FILE each message is stored as it completes; --session ID continues
-that session (a new one is made and named on stderr otherwise). zett sessions
-lists, shows and resumes them.
+With --db FILE each message is stored as it completes, in a new session named
+on stderr; --session ID continues a stored one (a unique prefix of its id will
+do; an unknown id is refused), -c the one written last, and --new-session ID
+starts one under your own id. zett sessions lists, shows and resumes them.
 
 --attach FILE (repeatable) sends an image, a PDF or audio with the prompt, its
 media type from the file name or its first bytes; a file over --max-attach-bytes
@@ -116,6 +136,9 @@ class RunOptions:
     tool_choice: str | None = None
     db: Path | None = None
     session: str | None = None
+    """The stored session to run in (None: a new one with a fresh id)."""
+    new_session: bool = True
+    """The session is new: its id is named on stderr."""
     model_variable: str | None = None
     """The environment variable ``model`` came from (named in its errors), if any."""
     mcp: Sequence[str] = ()
@@ -150,22 +173,51 @@ class RunOptions:
         return UserMessage(self.prompt, tuple(self.parts))
 
 
-def validate_tool_choice(choice: str | None, tools: Sequence[Callable[..., Any]]) -> None:
+def validate_tool_choice(
+    choice: str | None, tools: Sequence[Callable[..., Any]], mcp: Sequence[str] = ()
+) -> None:
     """Raise ``typer.BadParameter`` (exit 2) for a ``--tool-choice`` that cannot work;
-    warn on stderr when it is given with no tools offered."""
+    warn on stderr when it is given with no tools offered. With ``mcp`` servers
+    a name that is no demo tool may be one of theirs: :func:`unoffered_tool_choice`
+    checks it once they are started."""
     if choice is None:
         return
     names = [tool.__name__ for tool in tools]
-    if not tools:
+    if not tools and not mcp:
         if choice != "none":
             err_console().print(f"warning: --tool-choice {choice} has no effect with --tools none")
         return
-    if choice in ("auto", "none", "required") or choice in names:
+    if choice in KEYWORD_CHOICES or choice in names or mcp:
         return
-    allowed = ", ".join(["auto", "none", "required", *names])
+    allowed = ", ".join([*KEYWORD_CHOICES, *names])
     raise typer.BadParameter(
         f"{choice!r} is not offered; use one of: {allowed}", param_hint="--tool-choice"
     )
+
+
+def unoffered_tool_choice(choice: str | None, offered: Sequence[str]) -> str | None:
+    """The error text for a ``--tool-choice`` naming no tool of ``offered`` (the
+    run's tools, MCP servers' included), else None."""
+    if choice is None or choice in KEYWORD_CHOICES or choice in offered:
+        return None
+    allowed = ", ".join([*KEYWORD_CHOICES, *offered])
+    return f"--tool-choice {choice!r} is not offered; use one of: {allowed}"
+
+
+def pick_session_or_exit(
+    db: Path | None, session: str | None, new_session: str | None, latest: bool
+) -> tuple[str | None, bool]:
+    """:func:`~zett_agent.cli.session_ids.pick_session`, a refusal printed on one
+    line and exit status 1."""
+    from zett_agent.cli.session_ids import SessionPickError, pick_session
+
+    try:
+        return pick_session(db, session, new_session, latest)
+    except SessionPickError as error:
+        err_console().print(
+            f"✖ {error}", style="bold red", markup=False, highlight=False, soft_wrap=True
+        )
+        raise typer.Exit(EXIT_CODES["error"]) from None
 
 
 @app.command(help=_RUN_HELP)
@@ -176,66 +228,25 @@ def run(
     ] = None,
     model: ModelOption = None,
     max_tokens: MaxTokensOption = None,
-    max_turns: Annotated[
-        int | None, typer.Option(min=1, help="Model calls allowed in the run.")
-    ] = None,
-    tools: Annotated[
-        str,
-        typer.Option(
-            help="Tools to offer: demo (get_weather, get_time), none, "
-            "or demo tool names joined by commas (get_weather)."
-        ),
-    ] = "demo",
+    max_turns: MaxTurnsOption = None,
+    tools: ToolsOption = "demo",
     json_events: Annotated[
         bool, typer.Option("--json/--no-json", help="Print one JSON record per event.")
     ] = False,
-    system: Annotated[str | None, typer.Option(help="Instructions (system prompt).")] = None,
-    tool_choice: Annotated[
-        str | None,
-        typer.Option(
-            help="auto, none, required, or an offered tool's name to make the first call "
-            "use it (later calls are auto once a tool ran)."
-        ),
-    ] = None,
-    db: Annotated[
-        Path | None,
-        typer.Option(envvar="ZETT_DB", help="SQLite file to store the session in."),
-    ] = None,
-    session: Annotated[
-        str | None, typer.Option(help="Session id to continue (needs --db).")
-    ] = None,
-    attempt_timeout: Annotated[
-        float | None,
-        typer.Option(
-            min=0.1,
-            help="Seconds each model call attempt may take, streamed or not (per call "
-            "attempt, not per run: every call and every retry gets its own). Default 600.",
-        ),
-    ] = None,
+    system: SystemOption = None,
+    tool_choice: ToolChoiceOption = None,
+    db: SessionDbOption = None,
+    session: SessionOption = None,
+    new_session: NewSessionOption = None,
+    latest: ContinueOption = False,
+    attempt_timeout: AttemptTimeoutOption = None,
     mcp: McpOption = None,
     mcp_auth: McpAuthOption = None,
     require_approval: RequireApprovalOption = None,
     yes: YesOption = False,
-    max_cost: Annotated[
-        float | None,
-        typer.Option(
-            min=0.0,
-            help="End the run once its answers cost this many US dollars (exit 10); "
-            "refused before sending when a model's price is unknown. Needs the "
-            "'prices' extra.",
-        ),
-    ] = None,
-    max_total_tokens: Annotated[
-        int | None,
-        typer.Option(min=1, help="End the run once it used this many tokens (exit 11)."),
-    ] = None,
-    reasoning: Annotated[
-        str | None,
-        typer.Option(
-            help="Reasoning effort: none, minimal, low, medium, high, xhigh, max, "
-            "or a thinking budget in tokens (a number), as the provider takes it."
-        ),
-    ] = None,
+    max_cost: MaxCostOption = None,
+    max_total_tokens: MaxTotalTokensOption = None,
+    reasoning: ReasoningOption = None,
     attach: Annotated[
         list[Path] | None,
         typer.Option(
@@ -256,19 +267,12 @@ def run(
         ),
     ] = None,
 ) -> None:
-    from zett_agent.demo_tools import select_demo_tools
-
-    try:
-        offered = select_demo_tools(tools)
-    except ValueError as error:
-        raise typer.BadParameter(str(error), param_hint="--tools") from None
-    validate_tool_choice(tool_choice, offered)
-    if session is not None and db is None:
-        raise typer.BadParameter("--session needs --db FILE (or ZETT_DB)", param_hint="--session")
+    offered = offered_tools(tools, tool_choice, mcp)
     schema = _read_schema(output_schema) if output_schema is not None else None
     text = prompt if prompt is not None else stdin_prompt()
     if not text or not text.strip():
         raise typer.BadParameter("give a PROMPT or pipe one on stdin", param_hint="PROMPT")
+    sid, is_new = pick_session_or_exit(db, session, new_session, latest)
     options = RunOptions(
         prompt=text,
         parts=read_attachments(attach or (), max_attach_bytes),
@@ -280,7 +284,8 @@ def run(
         system=system,
         tool_choice=tool_choice,
         db=db,
-        session=session,
+        session=sid,
+        new_session=is_new,
         model_variable=model_variable(ctx),
         mcp=tuple(mcp or ()),
         mcp_auth=mcp_auth,
@@ -294,6 +299,21 @@ def run(
         explicit=explicit_options(ctx, REMEMBERED),
     )
     raise typer.Exit(run_in_terminal(options))
+
+
+def offered_tools(
+    tools: str, tool_choice: str | None, mcp: Sequence[str] | None
+) -> tuple[Callable[..., Any], ...]:
+    """The demo tools ``--tools`` names, with ``--tool-choice`` checked against
+    them (``typer.BadParameter``, exit 2, for either)."""
+    from zett_agent.demo_tools import select_demo_tools
+
+    try:
+        offered = select_demo_tools(tools)
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--tools") from None
+    validate_tool_choice(tool_choice, offered, tuple(mcp or ()))
+    return offered
 
 
 def read_attachments(paths: Sequence[Path], max_bytes: int) -> tuple[MediaPart, ...]:
@@ -386,12 +406,8 @@ async def run_events(
     async with AgentClient(agent, options.db, session_id=options.session) as client:
         sid = client.session_id
         asker.session_id = sid
-        from zett_agent.cli.remembered import last_settings, settings_of
-
-        current = settings_of(options)
-        if last_settings(await client.store.rows(sid)) != current:
-            await client.store.append(sid, current)
-        if options.session is None and not options.json_events:
+        await remember_settings(client, options)
+        if options.new_session and not options.json_events:
             err.print(f"session {sid}", style="dim", highlight=False)
         prompt = options.message
         waiting = await client.pending_approval(sid) if prompt is None else None
@@ -412,23 +428,15 @@ async def run_events(
                 yield event
 
 
-async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
-    """Run ``options`` and print it; returns the exit status."""
-    from rich.text import Text
-
+async def open_agent(options: RunOptions, printer: Printer, name: str = "zett-run") -> Agent:
+    """The agent of ``options``, its model ready (a spinner on stderr while the
+    local model's server starts). Raises what resolving or starting the model
+    raises, the model closed."""
     from zett_agent.agent import AgentRunConfig, create_agent
-    from zett_agent.cli.approvals import Asker, approval_policy
-    from zett_agent.cli.mcp_tools import mcp_tools
-    from zett_agent.cli.output import Printer, error_text
-    from zett_agent.errors import ZettError
+    from zett_agent.cli.approvals import approval_policy
 
-    printer = Printer(out, err, options.json_events)
-    printer.structured = options.output_schema is not None
-    model: Any = None
-    agent: Any = None
+    model = _resolve(options)
     try:
-        options = await _remembered(options, err)
-        model = _resolve(options)
         check_attachments(options, model)  # before a local server is started for nothing
         base_url = getattr(model, "base_url", None)
         printer.url = base_url if not getattr(model, "starts_server", False) else None
@@ -453,14 +461,67 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
         if options.reasoning is not None:
             level = options.reasoning
             config["reasoning"] = int(level) if level.isdigit() else level
-        agent = await create_agent(
+        return await create_agent(
             model,
-            config=AgentRunConfig("zett-run", **config),
+            config=AgentRunConfig(name, **config),
             tools=list(options.tools),
             output_type=options.output_schema,
         )
+    except BaseException:
+        printer.stop_waiting()
+        await model.aclose()
+        raise
+
+
+def report_failure(error: Exception, printer: Printer) -> int:
+    """Say why a run could not go on; its exit status. A :class:`ZettError` is
+    reported as ``zett run`` reports errors; anything else is a bug, said briefly
+    (``ZETT_DEBUG=1`` raises it)."""
+    from rich.text import Text
+
+    from zett_agent.cli.output import error_text
+    from zett_agent.errors import ContextOverflowError, ZettError
+
+    printer.stop_waiting()
+    if isinstance(error, ZettError):
+        if printer.failed:  # RUN_FAILED already said it
+            return printer.exit_code
+        printer.report_error(error)
+        if isinstance(error, ContextOverflowError):
+            return EXIT_CODES["context_full"]
+        from zett_agent.tools.approvals import ApprovalConflictError
+
+        if isinstance(error, ApprovalConflictError):
+            return EXIT_CODES["approval_conflict"]
+        return EXIT_CODES["error"]
+    if os.environ.get("ZETT_DEBUG"):
+        raise error
+    if not printer.failed:
+        printer.err.print(Text(f"✖ internal error: {error_text(error)}", style="bold red"))
+    printer.err.print(Text("(set ZETT_DEBUG=1 for the traceback)", style="dim"))
+    return EXIT_CODES["error"]
+
+
+async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
+    """Run ``options`` and print it; returns the exit status."""
+    from rich.text import Text
+
+    from zett_agent.cli.approvals import Asker
+    from zett_agent.cli.mcp_tools import mcp_tools
+    from zett_agent.cli.output import Printer
+
+    printer = Printer(out, err, options.json_events)
+    printer.structured = options.output_schema is not None
+    agent: Agent | None = None
+    try:
+        options = await remembered_options(options, err)
+        agent = await open_agent(options, printer)
         asker = Asker(err, yes=options.yes)
         async with mcp_tools(options.mcp, agent, auth=options.mcp_auth):
+            unoffered = unoffered_tool_choice(options.tool_choice, list(agent.tools))
+            if unoffered is not None:
+                err.print(Text(f"✖ {unoffered}", style="bold red"), soft_wrap=True)
+                return EXIT_CODES["usage"]
             events = run_events(agent, options, err, asker)
             async with aclosing(events):
                 async for event in events:
@@ -469,49 +530,40 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
             offered = {getattr(tool, "__name__", "") for tool in options.tools}
             mcp_calls = any(call.name not in offered for call in asker.waiting.calls)
             return asker.report_waiting(options.db, mcp=options.mcp if mcp_calls else ())
-    except ZettError as error:
-        if printer.failed:  # RUN_FAILED already said it
-            return printer.exit_code
-        printer.report_error(error)
-        from zett_agent.errors import ContextOverflowError
-
-        if isinstance(error, ContextOverflowError):
-            return EXIT_CODES["context_full"]
-        from zett_agent.tools.approvals import ApprovalConflictError
-
-        if isinstance(error, ApprovalConflictError):
-            return EXIT_CODES["approval_conflict"]
-        return EXIT_CODES["error"]
     except BrokenPipeError:
         raise
-    except Exception as error:  # a bug, not a provider's answer: say so briefly
-        printer.stop_waiting()
-        if os.environ.get("ZETT_DEBUG"):
-            raise
-        if not printer.failed:
-            err.print(Text(f"✖ internal error: {error_text(error)}", style="bold red"))
-        err.print(Text("(set ZETT_DEBUG=1 for the traceback)", style="dim"))
-        return EXIT_CODES["error"]
+    except Exception as error:
+        return report_failure(error, printer)
     finally:
         printer.stop_waiting()
         if agent is not None:
             await agent.aclose()
-        elif model is not None:
-            await model.aclose()
     return printer.exit_code
 
 
-async def _remembered(options: RunOptions, err: Console) -> RunOptions:
+async def remember_settings(client: Any, options: RunOptions) -> None:
+    """Store how ``options`` runs in the client's session when it differs from the
+    session's last settings (:mod:`zett_agent.cli.remembered`)."""
+    from zett_agent.cli.remembered import last_settings, settings_of
+
+    current = settings_of(options)
+    if last_settings(await client.store.rows(client.session_id)) != current:
+        await client.store.append(client.session_id, current)
+
+
+async def remembered_options(options: RunOptions, err: Console) -> RunOptions:
     """``options`` with what a stored session remembers filled in
-    (:mod:`zett_agent.cli.remembered`), the model resolved."""
+    (:mod:`zett_agent.cli.remembered`), the model resolved: call it before
+    :func:`open_agent`."""
     from zett_agent.cli.remembered import last_settings, with_remembered
 
     stored = None
-    if options.db is not None and options.session is not None and options.db.is_file():
+    session = None if options.new_session else options.session
+    if options.db is not None and session is not None and options.db.is_file():
         from zett_agent.sessions import SQLiteSessionStore
 
         async with SQLiteSessionStore(options.db) as store:
-            stored = last_settings(await store.rows(options.session))
+            stored = last_settings(await store.rows(session))
     environment = options.model if options.model_variable is not None else None
     return with_remembered(options, stored, options.explicit, environment, DEFAULT_MODEL, err)
 
@@ -534,7 +586,7 @@ def _resolve(options: RunOptions) -> Any:
     from zett_agent.errors import ConfigError
     from zett_agent.models import resolve_model
 
-    assert options.model is not None, "the model is resolved by _remembered first"
+    assert options.model is not None, "the model is resolved by remembered_options first"
     timing: dict[str, Any] = {}
     if options.attempt_timeout is not None:
         timing["attempt_timeout"] = options.attempt_timeout

@@ -1,5 +1,10 @@
 """``zett submit`` and ``zett runs``: queue durable runs and watch them from any
-process (extra ``durable``); workers (``zett worker``) run them."""
+process (extra ``durable``); workers (``zett worker``) run them.
+
+Where no worker has created the runs database yet, every command says so in one
+line (naming the database) and exits 1, creating nothing. ``zett submit
+--session ID`` goes on in a stored session and refuses an unknown id (a typo
+would start a new conversation); ``--new-session ID`` starts one."""
 
 from __future__ import annotations
 
@@ -44,7 +49,7 @@ def _with_runs(db: str | None, sessions: str, work: Callable[[Any], Awaitable[_T
 
         return asyncio.run(main())
     except ConfigError as error:
-        _err().print(f"error: {error}")
+        _err().print(f"✖ {error}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(1) from error
 
 
@@ -66,7 +71,13 @@ def _record(info: Any) -> dict[str, Any]:
 def submit(
     prompt: Annotated[str, typer.Argument(help="What to ask.")],
     agent: Annotated[str, typer.Option("--agent", help="The durable agent's name.")],
-    session: Annotated[str, typer.Option("--session", help="The session id.")],
+    session: Annotated[
+        str | None,
+        typer.Option("--session", help="A stored session to go on in (an unknown id is refused)."),
+    ] = None,
+    new_session: Annotated[
+        str | None, typer.Option("--new-session", help="Start a new session with this id.")
+    ] = None,
     run_id: Annotated[
         str | None, typer.Option("--run-id", help="Your run id (submitting it again is a no-op).")
     ] = None,
@@ -75,9 +86,30 @@ def submit(
     db: DbOption = None,
 ) -> None:
     """Queue a durable run for the workers; print its run id."""
+    if (session is None) == (new_session is None):
+        raise typer.BadParameter("give --session ID (a stored one) or --new-session ID")
+    sid = session if session is not None else new_session
+    assert sid is not None
 
     async def work(runs: Any) -> None:
-        submitted = await runs.submit(agent, prompt, session_id=session, run_id=run_id)
+        again = run_id is not None and await runs.status(run_id) is not None
+        if not again:  # submitting a run id again is a no-op, whatever its session is now
+            exists = await _session_exists(sessions, sid)
+            where = _shown(sessions)
+            if session is not None and not exists:
+                _err().print(
+                    f"✖ no session {sid!r} in {where} (--new-session {sid} starts one)",
+                    markup=False, highlight=False, soft_wrap=True,
+                )  # fmt: skip
+                raise typer.Exit(1)
+            if new_session is not None and exists:
+                _err().print(
+                    f"✖ session {sid!r} exists already in {where}: go on in it with "
+                    f"--session {sid}",
+                    markup=False, highlight=False, soft_wrap=True,
+                )  # fmt: skip
+                raise typer.Exit(1)
+        submitted = await runs.submit(agent, prompt, session_id=sid, run_id=run_id)
         _out().print(submitted)
         if wait:
             message = await runs.result(submitted)
@@ -88,17 +120,42 @@ def submit(
     _with_runs(db, sessions, work)
 
 
+def _shown(sessions: str) -> str:
+    """The sessions location as it may be printed: a DSN without its credentials."""
+    scheme, sep, rest = sessions.partition("://")
+    return f"{scheme}{sep}{rest.rpartition('@')[2]}" if sep else sessions
+
+
+async def _session_exists(sessions: str, session_id: str) -> bool:
+    """Whether the sessions location (a file or a DSN) holds ``session_id``; a
+    session file that does not exist is not created."""
+    from pathlib import Path
+
+    from zett_agent.durable.runtime import store_for
+
+    if not sessions.startswith(("postgresql://", "postgres://")) and not Path(sessions).is_file():
+        return False
+    async with store_for(sessions) as store:
+        return bool(await store.rows(session_id))
+
+
 @runs_app.command("list")
 def list_runs(
     limit: Annotated[int, typer.Option(min=1, help="How many, newest first.")] = 20,
-    status: Annotated[str | None, typer.Option(help="Only runs in this status.")] = None,
+    status: Annotated[
+        str | None, typer.Option(help="Only runs in this status (PENDING: running).")
+    ] = None,
+    executor: Annotated[
+        str | None, typer.Option(help="Only runs of this worker (its --executor-id).")
+    ] = None,
     sessions: SessionsOption = "sessions.sqlite3",
     db: DbOption = None,
 ) -> None:
-    """One JSON record per run, newest first."""
+    """One JSON record per run, newest first; "executor_id" is the worker that
+    runs (or ran) it."""
 
     async def work(runs: Any) -> None:
-        for info in await runs.list_runs(limit=limit, status=status):
+        for info in await runs.list_runs(limit=limit, status=status, executor_id=executor):
             _out().print(json.dumps(_record(info)), soft_wrap=True, markup=False)
 
     _with_runs(db, sessions, work)
@@ -165,13 +222,25 @@ def run_resume(
 def run_recover(
     executor_id: str, sessions: SessionsOption = "sessions.sqlite3", db: DbOption = None
 ) -> None:
-    """Requeue the unfinished runs of a dead executor for any worker."""
+    """Requeue the unfinished runs of a dead executor for any worker: their ids on
+    stdout, how many on stderr (0 is said too, with how to find the worker that
+    holds a run)."""
 
     async def work(runs: Any) -> Any:
         return await runs.recover_executor(executor_id)
 
-    for run_id in _with_runs(db, sessions, work):
+    ids = _with_runs(db, sessions, work)
+    for run_id in ids:
         _out().print(run_id)
+    if ids:
+        _err().print(f"requeued {len(ids)} unfinished run(s) of executor {executor_id!r}")
+    else:
+        _err().print(
+            f"requeued 0 runs: executor {executor_id!r} has no unfinished run "
+            "(zett runs status RUN_ID or zett runs list --status PENDING shows the "
+            "executor_id that holds each one)",
+            markup=False, highlight=False, soft_wrap=True,
+        )  # fmt: skip
 
 
 @runs_app.command("approve")

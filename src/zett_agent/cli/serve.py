@@ -3,18 +3,33 @@
 Needs the ``serve`` extra (Starlette + uvicorn). The runtime and the extra are
 imported only when the command runs, so ``zett --help`` loads neither. The server
 itself is :mod:`zett_agent.serve`.
+
+The address is bound before anything is printed: a port in use is one line on
+stderr and exit status 1, and the URL printed has the port actually bound
+(``--port 0``: one the system picks). On the local model (provider ``llamacpp``)
+offered tools are sent with ``tool_choice`` ``auto`` unless ``--tool-choice``
+says otherwise: its server shows the model no tools without one.
 """
 
 from __future__ import annotations
 
+import errno
+import socket
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from zett_agent.cli.main import McpAuthOption, McpOption, app
+from zett_agent.cli.main import (
+    EXIT_CODES,
+    McpAuthOption,
+    McpOption,
+    ToolChoiceOption,
+    app,
+    err_console,
+)
 
-__all__ = ["DEFAULT_MODEL", "serve"]
+__all__ = ["DEFAULT_MODEL", "bind", "serve"]
 
 DEFAULT_MODEL = "llamacpp:smollm2"
 """The model without ``--model``: the local one, as ``zett run`` (no key, no credits)."""
@@ -42,6 +57,7 @@ def serve(
         ),
     ] = "demo",
     system: Annotated[str | None, typer.Option(help="Instructions (system prompt).")] = None,
+    tool_choice: ToolChoiceOption = None,
     token: Annotated[
         str | None,
         typer.Option(
@@ -82,6 +98,7 @@ def serve(
     from rich.console import Console
 
     from zett_agent.agent import Agent, AgentRunConfig
+    from zett_agent.cli.run import validate_tool_choice
     from zett_agent.demo_tools import select_demo_tools
     from zett_agent.errors import ZettError
     from zett_agent.models import resolve_model
@@ -93,6 +110,7 @@ def serve(
         offered = select_demo_tools(tools)
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--tools") from None
+    validate_tool_choice(tool_choice, offered, tuple(mcp or ()))
     if token is None and not is_loopback(host):
         token = secrets.token_urlsafe(24)
     config = AgentRunConfig("zett-serve", instructions=system)
@@ -104,6 +122,9 @@ def serve(
         resolved = resolve_model(model)
     except ZettError as error:
         raise typer.BadParameter(str(error), param_hint="--model") from None
+    if tool_choice is None and (offered or mcp) and resolved.provider == "llamacpp":
+        tool_choice = "auto"  # its server shows the model no tools without a choice
+    config.tool_choice = tool_choice
     settings = ServeSettings(
         host=host,
         token=token,
@@ -128,11 +149,59 @@ def serve(
         )
     except ValueError as error:
         raise typer.BadParameter(str(error)) from None
+    listening = bind(host, port)
+    port = listening.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/" + (f"#token={token}" if token else "")
     names = ", ".join(tool.__name__ for tool in offered) or "none"
     out.print(f"zett serve: {url}", soft_wrap=True)
-    out.print(f"  model {model}, tools: {names}, sessions in {db}", style="dim", soft_wrap=True)
+    choice = f" (tool choice {tool_choice})" if tool_choice and (offered or mcp) else ""
+    out.print(
+        f"  model {model}, tools: {names}{choice}, sessions in {db}", style="dim", soft_wrap=True
+    )
     if getattr(resolved, "starts_server", False):
         out.print("  starting the local llama.cpp server first…", style="dim", soft_wrap=True)
-    uvicorn.run(web, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
+    server = uvicorn.Server(uvicorn.Config(web, log_level="warning", timeout_graceful_shutdown=5))
+    try:
+        server.run(sockets=[listening])
+    except SystemExit:  # uvicorn's own exit when the app did not start (logged above)
+        pass
+    finally:
+        listening.close()
+    if not server.started:
+        err_console().print("✖ zett serve did not start (see above)", style="bold red")
+        raise typer.Exit(EXIT_CODES["error"])
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host``:``port`` (0: a free port), not yet listening.
+
+    An address that cannot be bound (in use, not this machine's) is one line on
+    stderr and exit status 1, before anything else is printed."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as error:
+        _cannot_listen(host, port, error)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # not over a live listener
+        sock.bind(address)
+    except OSError as error:
+        sock.close()
+        _cannot_listen(host, port, error)
+    return sock
+
+
+def _cannot_listen(host: str, port: int, error: OSError) -> Any:
+    why = error.strerror or str(error)
+    hint = " (another server listens there: pick another --port, or 0 for any)"
+    if error.errno != errno.EADDRINUSE:
+        hint = ""
+    err_console().print(
+        f"✖ zett serve cannot listen on {host}:{port}: {why}{hint}",
+        style="bold red",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+    raise typer.Exit(EXIT_CODES["error"])

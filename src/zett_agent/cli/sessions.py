@@ -22,6 +22,7 @@ from zett_agent.cli.main import (
     McpOption,
     ModelOption,
     RequireApprovalOption,
+    ToolsOption,
     YesOption,
     app,
     err_console,
@@ -64,21 +65,23 @@ def list_sessions(
     db: DbOption,
     json_output: Annotated[bool, typer.Option("--json", help="One JSON line per session.")] = False,
 ) -> None:
-    """The stored sessions, most recently written first: id, messages, last write,
-    and how the last answer ended."""
+    """The stored sessions, most recently written first: id (its shortest unique
+    prefix, which every command taking an id accepts), messages, last write, and
+    how the last answer ended ("waiting for approval: NAMES" when tool calls wait)."""
     import anyio
 
+    from zett_agent.cli.session_ids import unique_prefixes
     from zett_agent.errors import ZettError
 
     store = _open_db(db)
 
-    async def collect() -> list[tuple[Any, int, Any]]:
+    async def collect() -> list[tuple[Any, str | None, list[str], int]]:
         async with store:
             infos = await store.list_sessions()
             found = []
             for info in infos:
-                messages = await store.load(info.session_id)  # records left out
-                found.append((info, len(messages), _last_stop(messages)))
+                rows = await store.rows(info.session_id)
+                found.append((info, *_last_answer(rows), _messages(rows)))
             return found
 
     try:
@@ -86,41 +89,76 @@ def list_sessions(
     except ZettError as error:
         raise _fail(error) from None
     if json_output:
-        for info, count, stop in found:
+        for info, stop, waiting, count in found:
             record = {"session_id": info.session_id, "messages": count,
-                      "updated_at": info.updated_at, "last_stop": stop}  # fmt: skip
+                      "updated_at": info.updated_at, "last_stop": stop,
+                      "waiting_for_approval": waiting}  # fmt: skip
             typer.echo(json.dumps(record, ensure_ascii=False))
+        return
+    if not found:
+        err_console().print(f"no sessions in {db}", markup=False)
         return
     from datetime import datetime
 
     from rich import box
     from rich.table import Table
 
+    shown = unique_prefixes([info.session_id for info, *_ in found])
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("session", "messages", "last written", "last answer"):
         table.add_column(column, overflow="fold")
-    for info, count, stop in found:
+    for info, stop, waiting, count in found:
         when = datetime.fromtimestamp(info.updated_at).strftime("%Y-%m-%d %H:%M:%S")
-        table.add_row(info.session_id, str(count), when, stop or "ok")
-    if not found:
-        err_console().print(f"no sessions in {db}")
-        return
+        last = f"waiting for approval: {', '.join(waiting)}" if waiting else stop or "ok"
+        table.add_row(shown[info.session_id], str(count), when, last)
     out_console().print(table)
 
 
-def _last_stop(messages: list[Message]) -> str | None:
-    from zett_agent.messages import AssistantMessage
+def _messages(rows: Any) -> int:
+    """How many of ``rows`` are messages (records left out: approvals, starts, settings)."""
+    from zett_agent.records import is_record
 
-    for message in reversed(messages):
+    return sum(not is_record(row.message) for row in rows)
+
+
+def _last_answer(rows: list[Any]) -> tuple[str | None, list[str]]:
+    """How the session's last answer ended (``describe()``, None for a normal
+    end) and the names of the tool calls waiting for approval (none: empty)."""
+    from zett_agent.approvals import pending_request
+    from zett_agent.messages import AssistantMessage
+    from zett_agent.sessions.base import live_rows
+
+    entries = [row.message for row in live_rows(rows)]
+    request = pending_request(entries)
+    waiting = [call.name for call in request.calls] if request is not None else []
+    for message in reversed(entries):
         if isinstance(message, AssistantMessage):
             stop = message.stop
-            return stop.describe() if stop is not None and not stop.ok else None
-    return None
+            shown = stop.describe() if stop is not None and not stop.ok else None
+            return shown, waiting
+    return None, waiting
+
+
+def _resolve_id(db: Path, text: str) -> str:
+    """The stored session ``text`` names (its id or a unique prefix); a one-line
+    error and exit status 1 otherwise."""
+    from zett_agent.cli.session_ids import SessionPickError, match_session, stored_session_ids
+    from zett_agent.errors import ZettError
+
+    try:
+        return match_session(stored_session_ids(db), text, db)
+    except (SessionPickError, ZettError) as error:
+        err_console().print(
+            f"✖ {error}", style="bold red", markup=False, highlight=False, soft_wrap=True
+        )
+        raise typer.Exit(EXIT_CODES["error"]) from None
 
 
 @sessions_app.command()
 def show(
-    session_id: Annotated[str, typer.Argument(metavar="ID", help="The session's id.")],
+    session_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The session's id, or a unique prefix of it.")
+    ],
     db: DbOption,
 ) -> None:
     """Print a stored conversation: each message, tool call and result, and each
@@ -137,6 +175,7 @@ def show(
     )
 
     store = _open_db(db)
+    session_id = _resolve_id(db, session_id)
 
     async def load() -> list[Message]:
         async with store:
@@ -178,13 +217,13 @@ def show(
 @sessions_app.command()
 def resume(
     ctx: typer.Context,
-    session_id: Annotated[str, typer.Argument(metavar="ID", help="The session's id.")],
+    session_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The session's id, or a unique prefix of it.")
+    ],
     db: DbOption,
     model: ModelOption = None,
     max_tokens: MaxTokensOption = None,
-    tools: Annotated[
-        str, typer.Option(help="Tools to offer, as for zett run: demo, none, or names.")
-    ] = "demo",
+    tools: ToolsOption = "demo",
     json_events: Annotated[
         bool, typer.Option("--json", help="Print one JSON record per event.")
     ] = False,
@@ -208,6 +247,7 @@ def resume(
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--tools") from None
     _open_db(db)  # exists
+    session_id = _resolve_id(db, session_id)
     options = RunOptions(
         prompt=None,
         model=model,
@@ -216,6 +256,7 @@ def resume(
         json_events=json_events,
         db=db,
         session=session_id,
+        new_session=False,
         model_variable=model_variable(ctx),
         mcp=tuple(mcp or ()),
         mcp_auth=mcp_auth,

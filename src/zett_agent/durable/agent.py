@@ -121,6 +121,11 @@ class DurableAgent:
         the store's blobs first and the workflow's input refers to them by hash.
         Raises :class:`~zett_agent.errors.ConfigError` before :func:`launch`."""
         runtime.require_launched()
+        if run_id is not None and await DBOS.get_workflow_status_async(run_id) is not None:
+            # it exists (e.g. recovered at launch after a crash): wait for it, as it is;
+            # starting it again would make DBOS warn that its queue differs
+            existing: WorkflowHandleAsync[str] = await DBOS.retrieve_workflow_async(run_id)
+            return final_of(await existing.get_result())
         given = await self._input(prompt, session_id)
         with SetWorkflowID(run_id or new_run_id()):
             handle = await DBOS.start_workflow_async(

@@ -9,13 +9,20 @@ Run ids are the caller's: submitting an id that exists changes nothing and
 returns it (idempotent submit). A run's status is DBOS's: ``ENQUEUED`` (waiting
 for a worker), ``PENDING`` (running, or left by a dead worker until it is
 recovered), ``SUCCESS``, ``ERROR``, ``CANCELLED``, ``MAX_RECOVERY_ATTEMPTS_EXCEEDED``.
+
+The system database is a worker's to create (:func:`~zett_agent.durable.launch`):
+where none is yet, :class:`DurableRuns` raises :class:`ConfigError` saying so and
+creates nothing (no empty SQLite file is left behind).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import sqlite3
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from dbos import DBOSClient, EnqueueOptions, WorkflowHandleAsync
@@ -32,7 +39,42 @@ from zett_agent.tools.approvals import ApprovalConflictError, ApprovalRequest, D
 RUN_WORKFLOWS = [WORKFLOW_NAME, DECIDED_WORKFLOW_NAME]
 """The workflows a durable run is one of: a run, or a continuation after a decision."""
 
-__all__ = ["DurableRuns", "RunInfo"]
+__all__ = ["DurableRuns", "RunInfo", "no_runs_database"]
+
+_TABLE = "workflow_status"  # DBOS's table of runs
+
+
+def no_runs_database(where: str) -> str:
+    """The message for a system database no worker has created yet."""
+    return (
+        f"no durable runs database at {where}: a worker creates it "
+        "(zett worker --agent module:factory, with the same --sessions or ZETT_SESSIONS); "
+        "nothing was created"
+    )
+
+
+def _sqlite_created(url: str) -> bool:
+    """Whether the SQLite system database of ``url`` exists and holds DBOS's runs
+    table (read only: a missing file is not created)."""
+    path = Path(url.removeprefix("sqlite:///"))
+    if not path.is_file():
+        return False
+    try:
+        with sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True) as conn:
+            found = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (_TABLE,)
+            ).fetchone()
+    except sqlite3.Error:
+        return False
+    return found is not None
+
+
+def _where(url: str) -> str:
+    """The database of ``url`` named without credentials."""
+    if url.startswith("sqlite:///"):
+        return url.removeprefix("sqlite:///")
+    host = url.split("@", 1)[-1] if "@" in url else url.split("://", 1)[-1]
+    return f"postgresql://{host} (schema dbos)"
 
 
 @dataclass(frozen=True)
@@ -84,6 +126,11 @@ class DurableRuns:
 
     def __init__(self, system_database_url: str, *, sessions: SessionStore | None = None) -> None:
         self.sessions = sessions
+        self._where = _where(system_database_url)
+        if system_database_url.startswith("sqlite:///") and not _sqlite_created(
+            system_database_url
+        ):
+            raise ConfigError(no_runs_database(self._where))
         try:
             self._client = DBOSClient(
                 system_database_url=system_database_url,
@@ -101,6 +148,18 @@ class DurableRuns:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+    @asynccontextmanager
+    async def _created(self) -> AsyncIterator[None]:
+        """A missing runs table (a PostgreSQL database no worker has used) as the
+        :class:`ConfigError` a missing SQLite file gives."""
+        try:
+            yield
+        except Exception as error:
+            text = str(error).lower()
+            if _TABLE in text and ("does not exist" in text or "no such table" in text):
+                raise ConfigError(no_runs_database(self._where)) from None
+            raise
 
     async def submit(
         self,
@@ -123,14 +182,18 @@ class DurableRuns:
         }
         if app_version is not None:
             options["app_version"] = app_version
-        handle: WorkflowHandleAsync[str] = await self._client.enqueue_async(
-            options, agent, session_id, prompt
-        )
+        async with self._created():
+            handle: WorkflowHandleAsync[str] = await self._client.enqueue_async(
+                options, agent, session_id, prompt
+            )
         return handle.get_workflow_id()
 
     async def status(self, run_id: str) -> RunInfo | None:
         """The run, or None when there is none with that id."""
-        found = await self._client.list_workflows_async(workflow_ids=[run_id], load_output=False)
+        async with self._created():
+            found = await self._client.list_workflows_async(
+                workflow_ids=[run_id], load_output=False
+            )
         return _info(found[0]) if found else None
 
     async def list_runs(
@@ -138,38 +201,43 @@ class DurableRuns:
     ) -> list[RunInfo]:
         """The newest runs first (``status``: only those, e.g. ``"PENDING"``;
         ``executor_id``: only those of that worker)."""
-        found = await self._client.list_workflows_async(
-            name=RUN_WORKFLOWS,
-            status=status,
-            executor_id=executor_id,
-            limit=limit,
-            sort_desc=True,
-            load_output=False,
-        )
+        async with self._created():
+            found = await self._client.list_workflows_async(
+                name=RUN_WORKFLOWS,
+                status=status,
+                executor_id=executor_id,
+                limit=limit,
+                sort_desc=True,
+                load_output=False,
+            )
         return [_info(s) for s in found]
 
     async def result(self, run_id: str, *, poll: float = 0.2) -> AssistantMessage:
         """Wait for the run to end and return its final message; raises the run's
         error, or DBOS's ``DBOSAwaitedWorkflowCancelledError`` for a cancelled run."""
-        handle: WorkflowHandleAsync[str] = await self._client.retrieve_workflow_async(run_id)
+        async with self._created():
+            handle: WorkflowHandleAsync[str] = await self._client.retrieve_workflow_async(run_id)
         return final_of(await handle.get_result(polling_interval_sec=poll))
 
     async def cancel(self, run_id: str) -> None:
         """Cancel the run: it stops at its next step (a running step finishes)."""
-        await self._client.cancel_workflow_async(run_id)
+        async with self._created():
+            await self._client.cancel_workflow_async(run_id)
 
     async def resume(self, run_id: str) -> None:
         """Put a cancelled (or failed) run back on the queue; it carries on from its
         checkpoints, a tool cut by the cancel answered as after a crash."""
-        await self._client.resume_workflow_async(run_id, queue_name=QUEUE_NAME)
+        async with self._created():
+            await self._client.resume_workflow_async(run_id, queue_name=QUEUE_NAME)
 
     async def recover_executor(self, executor_id: str) -> list[str]:
         """Put the unfinished runs of ``executor_id`` back on the queue for any
         worker; return their ids. Only for an executor known to be dead (a live
         one would go on running them too): see the README's "Durable runs"."""
-        pending = await self._client.list_workflows_async(
-            name=RUN_WORKFLOWS, status="PENDING", executor_id=executor_id, load_output=False
-        )
+        async with self._created():
+            pending = await self._client.list_workflows_async(
+                name=RUN_WORKFLOWS, status="PENDING", executor_id=executor_id, load_output=False
+            )
         ids = [s.workflow_id for s in pending]
         for run_id in ids:
             await self._client.resume_workflow_async(run_id, queue_name=QUEUE_NAME)

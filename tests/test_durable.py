@@ -319,11 +319,13 @@ def test_the_durable_public_names_are_exactly_these() -> None:
 
     assert sorted(durable.__all__) == [
         "APP_NAME",
+        "DECIDED_WORKFLOW_NAME",
         "DurableAgent",
         "DurableConfig",
         "QUEUE_NAME",
         "TOOL_INTERRUPTED",
         "WORKFLOW_NAME",
+        "decided_run_id",
         "idempotent",
         "launch",
         "new_run_id",
@@ -332,6 +334,7 @@ def test_the_durable_public_names_are_exactly_these() -> None:
     ]
     assert durable.WORKFLOW_NAME == "zett_agent.durable.run"  # persisted: never renamed
     assert durable.QUEUE_NAME == "zett-runs"
+    assert durable.DECIDED_WORKFLOW_NAME == "zett_agent.durable.decided"  # persisted too
 
 
 async def test_a_tool_timeout_is_decided_inside_the_step_and_checkpointed(

@@ -161,7 +161,11 @@ def test_an_uncrashed_run_checkpoints_no_key(tmp_path: Path) -> None:
         "lookup:Paris:done",
     ]
     stored = rows(workdir)
-    assert [key for _, key, _ in stored] == [f"run-1:{n}" for n in range(6)]
+    # each message once, and each call's started marker (its own row, before the call)
+    assert [key for _, key, _ in stored] == [
+        "run-1:0", "run-1:1", "run-1:started:c1", "run-1:2", "run-1:3",
+        "run-1:started:c2", "run-1:4", "run-1:5",
+    ]  # fmt: skip
     assert json.loads((workdir / "final.json").read_text())["text"] == "All done: sunny in Paris."
     # no key anywhere in DBOS's database: inputs, checkpoints, outputs (decoded)
     system_db = workdir / "sessions.dbos.sqlite3"
@@ -208,8 +212,8 @@ def test_a_tool_running_at_the_crash_is_not_run_again_and_says_so(
     assert effects(workdir) == ["note:a:start", "lookup:Paris:start", "lookup:Paris:done"]
     after = rows(workdir)
     interrupted = ToolResultMessage("c1", "note", TOOL_INTERRUPTED, is_error=True)
-    assert after[2] == (3, "run-1:2", interrupted)
-    assert after[:2] + after[3:] == baseline[:2] + baseline[3:]
+    assert after[3] == (4, "run-1:2", interrupted)  # after its started marker
+    assert after[:3] + after[4:] == baseline[:3] + baseline[4:]
 
 
 def test_a_kill_during_a_model_stream_sends_that_call_again_and_only_that(
@@ -238,7 +242,8 @@ def test_a_kill_during_a_model_stream_sends_that_call_again_and_only_that(
         worker.send_signal(signal.SIGKILL)
         assert finish(worker) == -signal.SIGKILL
         stored = rows(workdir)
-        assert len(stored) == 3  # prompt, first answer, note's result; not the cut answer
+        # prompt, first answer, note's marker and result; not the cut answer
+        assert len(stored) == 4
         assert finish(start(workdir, server.url, "none")) == 0
         assert server.remaining == 0 and not server.unexpected
         assert len(server.requests) == 4  # the killed call once more, then the last one

@@ -14,6 +14,7 @@ PUBLIC = [
     "AgentEventType",
     "AgentRunConfig",
     "AgentStopError",
+    "ApprovalConflictError",
     "AssistantMessage",
     "AudioPart",
     "BackgroundTask",

@@ -33,10 +33,6 @@ from serve_support import (
 from zett_agent.serve import create_app
 from zett_agent.sessions import InMemorySessionStore, SQLiteSessionStore, StoredRow
 from zett_agent.testing import ReplayServer
-from zett_agent.tools import approvals as approvals_module
-
-COMPARE_AND_SET = hasattr(approvals_module, "ApprovalConflictError")
-"""Whether decisions are taken by compare-and-set in the store (issue 20)."""
 
 
 def waits(call: Any) -> bool:
@@ -328,12 +324,6 @@ def replicas(tmp_path: Path) -> Iterator[tuple[list[str], list[OverlappingReads]
             yield [one, two], stores, replay
 
 
-@pytest.mark.xfail(
-    not COMPARE_AND_SET,
-    strict=True,
-    reason="two servers can both take a decision until decisions are a compare-and-set "
-    "in the store (issue 20: ApprovalConflictError)",
-)
 def test_two_servers_answering_the_same_call_at_once_run_it_once(
     replicas: tuple[list[str], list[OverlappingReads], ReplayServer],
 ) -> None:
@@ -421,3 +411,40 @@ def test_a_call_id_used_again_in_the_same_message_gets_its_own_part_and_approval
         )
         states = [p["state"] for p in tool_parts(session(url, "n1")[1])]
         assert states == ["output-available", "output-denied"]
+
+
+class BeatenStore(InMemorySessionStore):
+    """A store where another decider stores its decision just before each of ours
+    (it won the compare-and-set between our look at the session and our write)."""
+
+    async def append_if_absent(self, session_id: str, message: Any, *, key: str) -> int | None:
+        await super().append_if_absent(session_id, message, key=key)  # the other one
+        return await super().append_if_absent(session_id, message, key=key)
+
+
+def test_a_decision_that_lost_the_compare_and_set_is_a_409_and_runs_nothing() -> None:
+    from zett_agent import ToolResultMessage
+
+    with ReplayServer(route=scenario_reply) as replay:
+        agent = make_agent(replay.url, approval=lambda call: call.name == "get_weather")
+        store = BeatenStore()
+        with running_server(create_app(agent, store, owns=True)) as url:
+            first = chunks_of(
+                httpx.post(f"{url}/api/chat", json=chat_body("c1", "weather"), timeout=30)
+            )
+            [asked] = [c for c in first if c["type"] == "tool-approval-request"]
+            calls_before = len(replay.requests)
+            decisions = {"decisions": {asked["approvalId"]: {"approved": True}}}
+            lost = httpx.post(f"{url}/api/sessions/c1/approve", json=decisions, timeout=30)
+            assert lost.status_code == 409, lost.text
+            assert "decided already" in lost.json()["error"]["message"]
+            assert len(replay.requests) == calls_before  # the model was not asked again
+            again = httpx.post(f"{url}/api/chat", json=chat_body("c1", "next"), timeout=30)
+            assert again.status_code == 200  # the session is free: nothing holds it
+
+    import anyio
+
+    async def results() -> list[Any]:
+        return [m for m in await store.load("c1") if isinstance(m, ToolResultMessage)]
+
+    assert anyio.run(results) == []  # the tool never ran here

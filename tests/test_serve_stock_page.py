@@ -34,7 +34,7 @@ from starlette.staticfiles import StaticFiles
 
 from browser_support import CHROMIUM, chromium, has_chromium, screenshot_dir
 from serve_support import FINAL_DENIED, FINAL_WEATHER, make_agent, running_server, scenario_reply
-from test_serve_approvals import COMPARE_AND_SET, OverlappingReads
+from test_serve_approvals import OverlappingReads
 from zett_agent.serve import create_app
 from zett_agent.sessions import InMemorySessionStore, SessionStore
 from zett_agent.testing import ReplayServer
@@ -267,12 +267,6 @@ def test_two_tabs_approving_the_same_call_one_wins(
     assert winner.errors == [] and loser.errors == []
 
 
-@pytest.mark.xfail(
-    not COMPARE_AND_SET,
-    strict=True,
-    reason="two servers can both take a decision until decisions are a compare-and-set "
-    "in the store (issue 20: ApprovalConflictError)",
-)
 def test_two_tabs_on_two_servers_approving_the_same_call_one_wins(
     bundle: Path, browser: Any, tmp_path: Path
 ) -> None:

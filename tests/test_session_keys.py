@@ -117,3 +117,61 @@ async def test_every_store_keeps_text_utf8_cannot_hold_and_nul(store: SessionSto
     await store.append("s", odd, key="odd")
     assert await store.load("s") == [odd]
     assert await store.append("s", odd, key="odd") == 1  # the same message: the same row
+
+
+async def test_append_if_absent_tells_stored_by_me_from_already_there(
+    store: SessionStore,
+) -> None:
+    decision = UserMessage("approve")
+    first = await store.append_if_absent("s", decision, key="decision:1")
+    assert first == 1
+    # the same key again, the same message or another: nothing stored, None says so
+    assert await store.append_if_absent("s", decision, key="decision:1") is None
+    assert await store.append_if_absent("s", UserMessage("deny"), key="decision:1") is None
+    # a plain keyed append of that key still finds the row
+    assert await store.append("s", decision, key="decision:1") == first
+    assert [(r.seq, r.key) for r in await store.rows("s")] == [(1, "decision:1")]
+    # another key, or the same key in another session, is stored
+    assert await store.append_if_absent("s", decision, key="decision:2") == 2
+    assert await store.append_if_absent("other", decision, key="decision:1") == 1
+
+
+@pytest.mark.parametrize(
+    "kind", ["memory", "sqlite-file", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+async def test_of_many_concurrent_compare_and_sets_exactly_one_stores(
+    kind: str, tmp_path: Path
+) -> None:
+    """Twenty writers with one key at once (each its own connection where the
+    store has one): one gets a seq, nineteen get None, one row is stored."""
+    import anyio
+
+    from stores import open_store as opened
+
+    async with opened(kind, tmp_path) as first:
+        stores = [first]
+        if isinstance(first, SQLiteSessionStore):
+            stores += [SQLiteSessionStore(first.path) for _ in range(19)]
+        elif kind == "postgres":
+            from zett_agent.sessions.postgres import PostgresSessionStore
+
+            assert isinstance(first, PostgresSessionStore)
+            stores += [PostgresSessionStore(first._dsn, schema=first.schema) for _ in range(19)]
+        else:
+            stores *= 20
+        await first.append("s", UserMessage("q"))
+        results: list[int | None] = []
+
+        async def decide(index: int) -> None:
+            results.append(
+                await stores[index].append_if_absent("s", UserMessage(f"d{index}"), key="k")
+            )
+
+        async with anyio.create_task_group() as group:
+            for index in range(20):
+                group.start_soon(decide, index)
+        for other in stores[1:]:
+            if other is not first:
+                await other.aclose()
+        assert sorted(r is not None for r in results) == [False] * 19 + [True]
+        assert [r.seq for r in await first.rows("s")] == [1, 2]

@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from zett_agent.stop import AgentStopError, StopInfo, StopReason
     from zett_agent.subagents import SubAgent, SubAgentResult
     from zett_agent.tools import Tool
+    from zett_agent.tools.approvals import ApprovalConflictError
     from zett_agent.vendors import ServerTool
 
 _EXPORTS: dict[str, str] = {
@@ -82,6 +83,7 @@ _EXPORTS: dict[str, str] = {
     "AgentEventType": "zett_agent.events",
     "AgentRunConfig": "zett_agent.agent",
     "AgentStopError": "zett_agent.stop",
+    "ApprovalConflictError": "zett_agent.tools.approvals",
     "AssistantMessage": "zett_agent.messages",
     "AudioPart": "zett_agent.parts",
     "BackgroundTask": "zett_agent.background",
@@ -156,6 +158,7 @@ __all__ = [
     "AgentEventType",
     "AgentRunConfig",
     "AgentStopError",
+    "ApprovalConflictError",
     "AssistantMessage",
     "AudioPart",
     "BackgroundTask",

@@ -447,9 +447,10 @@ class Agent:
         pending: ApprovalRequest | None = None,
         on_message: Callable[[Message], Any] | None = None,
         journal: ToolJournal | None = None,
+        run_id: str | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
-        """:meth:`approve`, yielding events as :meth:`stream` does (``journal`` as
-        there)."""
+        """:meth:`approve`, yielding events as :meth:`stream` does (``journal`` and
+        ``run_id`` as there)."""
         request = pending if pending is not None else self.pending_approval
         if request is None:
             raise ResumeError("no tool calls are waiting for approval")
@@ -461,6 +462,7 @@ class Agent:
             on_message,
             decided=(request, dict(decisions)),
             journal=journal,
+            run_id=run_id,
             structured=self._structured(None),
         )
         if history is None:

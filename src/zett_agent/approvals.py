@@ -10,6 +10,7 @@ from zett_agent.records import SessionEntry, entry_from_dict, entry_to_dict
 from zett_agent.tools.approvals import (
     APPROVAL_ROLES,
     DENIED,
+    ApprovalConflictError,
     ApprovalDecision,
     ApprovalPolicy,
     ApprovalRequest,
@@ -17,6 +18,7 @@ from zett_agent.tools.approvals import (
     PendingApprovalError,
     approve,
     decided_results,
+    decision_key,
     deny,
     describe_call,
     needs_approval,
@@ -27,6 +29,7 @@ from zett_agent.tools.approvals import (
 __all__ = [
     "APPROVAL_ROLES",
     "DENIED",
+    "ApprovalConflictError",
     "ApprovalDecision",
     "ApprovalPolicy",
     "ApprovalRequest",
@@ -35,6 +38,7 @@ __all__ = [
     "SessionEntry",
     "approve",
     "decided_results",
+    "decision_key",
     "deny",
     "describe_call",
     "entry_from_dict",

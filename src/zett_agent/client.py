@@ -17,7 +17,17 @@ run stores the text received so far (INTERRUPTED, ``detail["cancelled"]``).
 A run that ends with tool calls waiting for approval stores them as an approval
 request row; :meth:`AgentClient.approve` stores the decisions as a row before any
 tool runs, then goes on. Until then a new prompt or a plain resume of that session
-raises :class:`~zett_agent.approvals.PendingApprovalError`.
+raises :class:`~zett_agent.approvals.PendingApprovalError`. The decision row is a
+compare-and-set keyed by the request (:meth:`SessionStore.append_if_absent`): of
+two clients (or processes) deciding the same calls, exactly one stores its
+decision and runs them; the other gets
+:class:`~zett_agent.approvals.ApprovalConflictError` and runs nothing.
+
+A request made by a durable run (``ApprovalRequest.durable_agent``) is continued
+by a worker, never in the deciding process: the client stores the decision and
+hands it to its ``handoff`` (:class:`~zett_agent.tools.approvals.ApprovalHandoff`,
+e.g. :class:`zett_agent.durable.runs.DurableRuns`); without one it refuses
+(:class:`~zett_agent.errors.ConfigError`) before storing anything.
 
 Runs of one session in one client wait for each other; runs of different
 sessions go concurrently, and several processes may share one SQLite file.
@@ -37,7 +47,7 @@ from typing import Any
 import anyio
 
 from zett_agent.agent import Agent
-from zett_agent.errors import ResumeError
+from zett_agent.errors import ConfigError
 from zett_agent.events import AgentEvent, AgentEventDispatcher, AgentEventType, final_message
 from zett_agent.messages import AssistantMessage, Message, UserMessage
 from zett_agent.output import output_type_of
@@ -51,14 +61,16 @@ from zett_agent.sessions import (
     live_rows,
 )
 from zett_agent.sessions.base import check_session_id, messages_of
+from zett_agent.sessions.decisions import take_decision, waiting_request
 from zett_agent.sessions.journal import SessionJournal
 from zett_agent.sync import iterate_sync, run_sync
 from zett_agent.tools.approvals import (
+    ApprovalConflictError,
     ApprovalDecision,
+    ApprovalHandoff,
     ApprovalRequest,
     Decision,
     PendingApprovalError,
-    decided_results,
     pending_request,
 )
 
@@ -98,6 +110,9 @@ class AgentClient:
 
     A store the client made from a path (or the default one) is closed by
     :meth:`aclose`; a store passed in is the caller's to close.
+
+    ``handoff`` continues decided requests that a durable run made (see the
+    module docstring); None: such a request cannot be decided here.
     """
 
     def __init__(
@@ -106,7 +121,9 @@ class AgentClient:
         store: SessionStore | str | os.PathLike[str] | None = None,
         *,
         session_id: str | None = None,
+        handoff: ApprovalHandoff | None = None,
     ) -> None:
+        self.handoff = handoff
         self.agent = agent
         self._own_store = not isinstance(store, SessionStore)
         if store is None:
@@ -252,19 +269,55 @@ class AgentClient:
     ) -> AsyncGenerator[AgentEvent, None]:
         """Answer the session's calls waiting for approval and go on, yielding events.
 
-        The decisions are stored (an approval decision row) before any tool runs;
-        then approved calls run, denied ones get an error result carrying the
-        reason, and the model gets its turn. Raises
-        :class:`~zett_agent.errors.ResumeError` when nothing waits, ``ValueError``
-        when a pending call has no decision or a decision names no pending call
-        (nothing is stored then)."""
+        The decisions are stored (an approval decision row, a compare-and-set
+        keyed by the request) before any tool runs, and before the first event is
+        yielded; then approved calls run, denied ones get an error result
+        carrying the reason, and the model gets its turn. A request made by a
+        durable run is handed to ``handoff`` instead: the events are
+        RUN_STARTED and, once it ended, RUN_COMPLETED of the run a worker
+        continues it in (``event.run_id``; the tools run there, not here).
+
+        Raises, before anything runs: :class:`~zett_agent.approvals.ApprovalConflictError`
+        when the calls were decided already (another process or request stored
+        its decision first, even the same one); :class:`~zett_agent.errors.ResumeError`
+        when nothing waits; ``ValueError`` when a pending call has no decision or
+        a decision names no pending call; :class:`~zett_agent.errors.ConfigError`
+        for a durable run's request without a ``handoff`` (nothing is stored
+        then)."""
         sid = self._sid(session_id)
         async with self._session(sid) as rows:
-            request = pending_request([row.message for row in rows])
-            if request is None:
-                raise ResumeError(f"session {sid!r}: no tool calls are waiting for approval")
-            decided_results(request, decisions)
-            await self.store.append(sid, ApprovalDecision(dict(decisions)))
+            row = waiting_request(sid, rows, decisions)
+            request = row.message
+            assert isinstance(request, ApprovalRequest)
+            handoff = self.handoff
+            if request.durable_agent and handoff is None:
+                raise ConfigError(
+                    f"session {sid!r}: the calls wait in durable run {request.run_id!r}, "
+                    "which a worker continues: decide them with `zett runs approve "
+                    f"{request.run_id}`, DurableRuns.approve, or an AgentClient given "
+                    "handoff=DurableRuns(...)"
+                )
+            try:
+                await take_decision(self.store, sid, row, decisions)
+            except ApprovalConflictError:
+                if request.durable_agent and handoff is not None:
+                    # the winner may have died before handing it on: handing the
+                    # stored decision on again starts nothing when it did not
+                    await handoff.continue_decided(sid, row.seq, request)
+                raise
+            if request.durable_agent and handoff is not None:
+                run_id = await handoff.continue_decided(sid, row.seq, request)
+                yield AgentEvent(AgentEventType.RUN_STARTED, run_id)
+                final = await handoff.result(run_id)
+                waiting = pending_request([r.message for r in await self.store.rows(sid)])
+                yield AgentEvent(
+                    AgentEventType.RUN_COMPLETED,
+                    run_id,
+                    message=final,
+                    stop=final.stop,
+                    approval=waiting,
+                )
+                return
             events = self.agent.approve_stream(
                 decisions,
                 history=messages_of(rows),

@@ -20,7 +20,8 @@
      ├── SessionStoreError    a stored session that cannot be read or written as asked
      ├── PartTooLargeError    an image, document or audio part over the size limit
      ├── OutputValidationError  a structured answer failed validation after its retries
-     └── PendingApprovalError tool calls wait for a decision (zett_agent.approvals)
+     ├── PendingApprovalError tool calls wait for a decision (zett_agent.approvals)
+     └── ApprovalConflictError  the calls were decided already: this decision lost
 
 ``AgentStopError`` (an abnormal stop the caller asked to have raised) lives in
 :mod:`zett_agent.stop`. Errors from httpx are mapped to this tree in

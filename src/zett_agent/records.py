@@ -9,7 +9,11 @@ record about the run that is never sent:
 ``approval_request``   :class:`~zett_agent.tools.approvals.ApprovalRequest`    2
 ``approval_decision``  :class:`~zett_agent.tools.approvals.ApprovalDecision`   2
 ``tool_started``       :class:`~zett_agent.tools.outcomes.ToolStarted`         3
+``run_settings``       :class:`RunSettings`                                    3
 =====================  ==================================  ==============
+
+An ``approval_request`` row of schema 3 may also hold ``durable_agent`` (the
+durable agent whose workers continue it once decided).
 
 :func:`entry_to_dict` / :func:`entry_from_dict` are the codec every store uses
 (:mod:`zett_agent.sessions.base` adds the schema version check).
@@ -17,7 +21,8 @@ record about the run that is never sent:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from zett_agent.messages import Message, ToolCall, message_from_dict, message_to_dict
@@ -28,6 +33,7 @@ from zett_agent.tools.outcomes import ToolStarted
 __all__ = [
     "RECORD_ROLES",
     "RECORD_TYPES",
+    "RunSettings",
     "SessionEntry",
     "entry_from_dict",
     "entry_to_dict",
@@ -35,13 +41,42 @@ __all__ = [
     "record_schema",
 ]
 
-SessionEntry: TypeAlias = Message | ApprovalRequest | ApprovalDecision | ToolStarted
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How the runs of a session were asked for, so a later run (``zett sessions
+    resume``, the exit-9 notice's command) continues it as it was without the
+    options being repeated: the ``model`` string (``provider:name``, or a
+    fallback chain joined by commas), the offered ``tools`` by name, the ``mcp``
+    servers (command lines or URLs as given, a URL without its ``user:password``),
+    and ``require_approval`` (tool names, or ``all``). Never an MCP server's
+    environment or headers, never a key. Written when a run's settings differ
+    from the session's last ones."""
+
+    model: str
+    tools: tuple[str, ...] = ()
+    mcp: tuple[str, ...] = ()
+    require_approval: tuple[str, ...] = ()
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, Sequence) or isinstance(value, str):
+        raise TypeError(f"expected a list of strings, got {type(value).__name__}")
+    return tuple(str(item) for item in value)
+
+
+SessionEntry: TypeAlias = Message | ApprovalRequest | ApprovalDecision | ToolStarted | RunSettings
 """What one stored row holds: a message, or a record about the run."""
 
-RECORD_TYPES = (ApprovalRequest, ApprovalDecision, ToolStarted)
+RECORD_TYPES = (ApprovalRequest, ApprovalDecision, ToolStarted, RunSettings)
 """The classes of records (rows that are not messages)."""
 
-_SINCE = {"approval_request": 2, "approval_decision": 2, "tool_started": 3}
+_SINCE = {
+    "approval_request": 2,
+    "approval_decision": 2,
+    "tool_started": 3,
+    "run_settings": 3,
+}
 RECORD_ROLES = frozenset(_SINCE)
 """The ``role`` values of records."""
 
@@ -63,7 +98,10 @@ def entry_to_dict(
     store keeps the bytes of large parts, see :func:`~zett_agent.messages.message_to_dict`)."""
     if isinstance(entry, ApprovalRequest):
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in entry.calls]
-        return {"role": "approval_request", "calls": calls, "run_id": entry.run_id}
+        row: dict[str, Any] = {"role": "approval_request", "calls": calls, "run_id": entry.run_id}
+        if entry.durable_agent:
+            row["durable_agent"] = entry.durable_agent  # schema 3
+        return row
     if isinstance(entry, ApprovalDecision):
         decided = {
             call_id: {"approved": d.approved, "reason": d.reason}
@@ -76,6 +114,14 @@ def entry_to_dict(
             "call_id": entry.call_id,
             "name": entry.name,
             "run_id": entry.run_id,
+        }
+    if isinstance(entry, RunSettings):
+        return {
+            "role": "run_settings",
+            "model": entry.model,
+            "tools": list(entry.tools),
+            "mcp": list(entry.mcp),
+            "require_approval": list(entry.require_approval),
         }
     return message_to_dict(entry, blobs)
 
@@ -90,7 +136,9 @@ def entry_from_dict(data: Mapping[str, Any], reader: BlobReader | None = None) -
                 ToolCall(str(c["id"]), str(c["name"]), str(c.get("arguments", "{}")))
                 for c in data["calls"]
             )
-            return ApprovalRequest(calls, str(data.get("run_id", "")))
+            return ApprovalRequest(
+                calls, str(data.get("run_id", "")), str(data.get("durable_agent", ""))
+            )
         if role == "approval_decision":
             decisions = {
                 str(k): Decision(bool(v["approved"]), _text(v.get("reason")))
@@ -99,6 +147,13 @@ def entry_from_dict(data: Mapping[str, Any], reader: BlobReader | None = None) -
             return ApprovalDecision(decisions)
         if role == "tool_started":
             return ToolStarted(str(data["call_id"]), str(data["name"]), str(data.get("run_id", "")))
+        if role == "run_settings":
+            return RunSettings(
+                str(data["model"]),
+                _strings(data.get("tools", ())),
+                _strings(data.get("mcp", ())),
+                _strings(data.get("require_approval", ())),
+            )
     except (KeyError, TypeError, AttributeError) as error:
         raise ValueError(f"stored {role} row is invalid: {error!r}") from error
     return message_from_dict(data, reader)

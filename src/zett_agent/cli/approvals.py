@@ -95,15 +95,22 @@ class Asker:
             decisions[call.id] = approve() if approved else deny(DENIED_AT_TERMINAL)
         return decisions
 
-    def report_waiting(self, db: object = None) -> int:
-        """Say which calls wait (and the session to decide them in); the exit status."""
+    def report_waiting(self, db: object = None, *, mcp: Sequence[str] = ()) -> int:
+        """Say which calls wait (and the session to decide them in); the exit status.
+        The command printed continues the session as it ran (it remembers its model,
+        tools and approval options); ``mcp``: the servers the waiting calls need,
+        carried as ``--mcp`` (an approved MCP call cannot run without its server)."""
         assert self.waiting is not None
         names = ", ".join(call.name for call in self.waiting.calls)
         self.err.print(Text(f"⏸ waiting for approval: {names}", style="bold yellow"))
         if self.session_id is not None and db is not None:
+            import shlex
+
+            servers = "".join(f" --mcp {shlex.quote(spec)}" for spec in mcp)
             self.err.print(f"session {self.session_id}", highlight=False)
             self.err.print(
-                f"decide with: zett sessions resume {self.session_id} --db {db} --yes "
+                f"decide with: zett sessions resume {self.session_id} "
+                f"--db {shlex.quote(str(db))}{servers} --yes "
                 "(or on a terminal, without --yes)",
                 highlight=False,
                 soft_wrap=True,

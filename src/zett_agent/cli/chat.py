@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from zett_agent.cli.main import (
-    DEFAULT_MODEL,
     EXIT_CODES,
+    REMEMBERED,
     AttemptTimeoutOption,
     ContinueOption,
     MaxCostOption,
@@ -53,6 +53,7 @@ from zett_agent.cli.main import (
     YesOption,
     app,
     err_console,
+    explicit_options,
     out_console,
 )
 
@@ -89,7 +90,7 @@ Ctrl-D at the prompt leaves (exit status 0).
 @app.command(help=_CHAT_HELP)
 def chat(
     ctx: typer.Context,
-    model: ModelOption = DEFAULT_MODEL,
+    model: ModelOption = None,
     max_tokens: MaxTokensOption = None,
     max_turns: MaxTurnsOption = None,
     tools: ToolsOption = "demo",
@@ -137,6 +138,7 @@ def chat(
         max_cost=max_cost,
         max_total_tokens=max_total_tokens,
         reasoning=reasoning,
+        explicit=explicit_options(ctx, REMEMBERED),
     )
     raise typer.Exit(_chat_in_terminal(options))
 
@@ -183,12 +185,19 @@ async def chat_agent(options: RunOptions, out: Console, err: Console) -> int:
     from zett_agent.cli.approvals import Asker
     from zett_agent.cli.mcp_tools import mcp_tools
     from zett_agent.cli.output import Printer
-    from zett_agent.cli.run import open_agent, report_failure, unoffered_tool_choice
+    from zett_agent.cli.run import (
+        open_agent,
+        remember_settings,
+        remembered_options,
+        report_failure,
+        unoffered_tool_choice,
+    )
     from zett_agent.cli.terminal import LineReader
     from zett_agent.client import AgentClient
 
     printer = Printer(out, err, json_events=False)
     try:
+        options = await remembered_options(options, err)
         agent = await open_agent(options, printer, name="zett-chat")
     except Exception as error:
         return report_failure(error, printer)
@@ -203,6 +212,8 @@ async def chat_agent(options: RunOptions, out: Console, err: Console) -> int:
             if unoffered is not None:
                 err.print(f"✖ {unoffered}", style="bold red", markup=False, soft_wrap=True)
                 return EXIT_CODES["usage"]
+            if options.db is not None:
+                await remember_settings(client, options)
             _greet(options, client, err)
             with anyio.CancelScope() as scope:
                 keys = _Keys(scope)

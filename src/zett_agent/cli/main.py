@@ -26,6 +26,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "EXIT_CODES",
     "EXIT_TABLE",
+    "REMEMBERED",
     "AttemptTimeoutOption",
     "ContinueOption",
     "MaxCostOption",
@@ -45,6 +46,7 @@ __all__ = [
     "YesOption",
     "app",
     "err_console",
+    "explicit_options",
     "out_console",
 ]
 
@@ -54,13 +56,16 @@ DEFAULT_MODEL = "llamacpp:smollm2"
 # Options that ``zett run``, ``zett chat``, ``zett sessions resume`` and ``zett serve``
 # share, spelled once (a command lists those it takes).
 ModelOption = Annotated[
-    str,
+    str | None,
     typer.Option(
         "--model",
         "-m",
         envvar="ZETT_MODEL",
+        show_default=False,
         help="provider:model-name; several joined by commas are a fallback chain, "
-        "tried in order (anthropic:claude-sonnet-4-5,openai:gpt-5).",
+        "tried in order (anthropic:claude-sonnet-4-5,openai:gpt-5). Unset: a stored "
+        f"session's own model, else ZETT_MODEL, else {DEFAULT_MODEL}. Given, it wins "
+        "over a stored session's model (ZETT_MODEL does not: it is for new sessions).",
     ),
 ]
 MaxTokensOption = Annotated[
@@ -176,12 +181,15 @@ EXIT_CODES: Mapping[str, int] = {
     "approval": 9,
     "max_cost": 10,
     "max_total_tokens": 11,
+    "approval_conflict": 12,
     "cancelled": 130,
 }
 """Exit status of ``zett run``, ``zett sessions resume`` and ``zett inspect`` by
 how the answer ended. ``ok`` is a normal end (the model finished); ``other``
 covers OTHER and a PAUSED turn that was not continued; ``usage`` is a bad command
-line; ``cancelled`` is Ctrl-C or SIGTERM."""
+line; ``approval_conflict`` a decision that lost to one stored first
+(:class:`~zett_agent.approvals.ApprovalConflictError`); ``cancelled`` is Ctrl-C
+or SIGTERM."""
 
 _EXIT_MEANING = {
     "ok": "the model finished (or the run ended normally)",
@@ -197,6 +205,8 @@ _EXIT_MEANING = {
     "approval": "tool calls wait for approval and nobody could answer (no terminal, no --yes)",
     "max_cost": "--max-cost was spent (the run's answers cost that many US dollars)",
     "max_total_tokens": "--max-total-tokens input plus output tokens were used",
+    "approval_conflict": "the calls were decided already (another process decided "
+    "first); this decision was not stored and nothing ran",
     "cancelled": "Ctrl-C or SIGTERM",
 }
 EXIT_TABLE = "\n\n".join(
@@ -204,6 +214,21 @@ EXIT_TABLE = "\n\n".join(
     for name, code in sorted(EXIT_CODES.items(), key=lambda i: i[1])
 )
 """The exit codes as help text (one paragraph each)."""
+
+
+REMEMBERED = ("model", "tools", "mcp", "require_approval")
+"""The options a stored session remembers (:mod:`zett_agent.cli.remembered`)."""
+
+
+def explicit_options(ctx: typer.Context, names: tuple[str, ...]) -> frozenset[str]:
+    """Which of the parameters ``names`` were given on the command line (not taken
+    from an environment variable or left at their default)."""
+    given = set()
+    for name in names:
+        source = ctx.get_parameter_source(name)  # typer's own click: compare by name
+        if source is not None and source.name == "COMMANDLINE":
+            given.add(name)
+    return frozenset(given)
 
 
 def _version(value: bool) -> None:

@@ -26,6 +26,7 @@ from zett_agent.cli.main import (
     DEFAULT_MODEL,
     EXIT_CODES,
     EXIT_TABLE,
+    REMEMBERED,
     AttemptTimeoutOption,
     ContinueOption,
     MaxCostOption,
@@ -46,6 +47,7 @@ from zett_agent.cli.main import (
     YesOption,
     app,
     err_console,
+    explicit_options,
     out_console,
 )
 
@@ -86,6 +88,8 @@ notice saying why a run did not end normally go to stderr.
 
 Without --model (or ZETT_MODEL) the local model {DEFAULT_MODEL} is used, even
 when a provider key is set: zett never spends credits unless you name a model.
+A stored session (--session) continues on its own model, tools, MCP servers and
+approval options unless they are given here (ZETT_MODEL is for new sessions).
 It needs: pip install -e '.[local]'. On it the tools are shown to the model
 only with --tool-choice (llama.cpp's server ignores tools sent without one).
 
@@ -120,7 +124,8 @@ class RunOptions:
     """
 
     prompt: str | None
-    model: str = DEFAULT_MODEL
+    model: str | None = None
+    """``--model`` (or ``ZETT_MODEL``); None: unset (:mod:`zett_agent.cli.remembered`)."""
     parts: Sequence[MediaPart] = ()
     """``--attach``: the files sent with the prompt, read."""
     max_tokens: int | None = None
@@ -154,6 +159,9 @@ class RunOptions:
     output_schema: Mapping[str, Any] | None = None
     """``--output-schema``: the JSON schema the answer must match (its validated
     JSON is printed on stdout; validation failures past the retries exit 1)."""
+    explicit: frozenset[str] = frozenset()
+    """The remembered options (model, tools, mcp, require_approval) given on the
+    command line: the others come from a stored session's settings."""
 
     @property
     def message(self) -> str | UserMessage | None:
@@ -218,7 +226,7 @@ def run(
     prompt: Annotated[
         str | None, typer.Argument(help="What to ask; read from stdin if left out.")
     ] = None,
-    model: ModelOption = DEFAULT_MODEL,
+    model: ModelOption = None,
     max_tokens: MaxTokensOption = None,
     max_turns: MaxTurnsOption = None,
     tools: ToolsOption = "demo",
@@ -288,6 +296,7 @@ def run(
         max_total_tokens=max_total_tokens,
         reasoning=reasoning,
         output_schema=schema,
+        explicit=explicit_options(ctx, REMEMBERED),
     )
     raise typer.Exit(run_in_terminal(options))
 
@@ -397,6 +406,7 @@ async def run_events(
     async with AgentClient(agent, options.db, session_id=options.session) as client:
         sid = client.session_id
         asker.session_id = sid
+        await remember_settings(client, options)
         if options.new_session and not options.json_events:
             err.print(f"session {sid}", style="dim", highlight=False)
         prompt = options.message
@@ -479,6 +489,10 @@ def report_failure(error: Exception, printer: Printer) -> int:
         printer.report_error(error)
         if isinstance(error, ContextOverflowError):
             return EXIT_CODES["context_full"]
+        from zett_agent.tools.approvals import ApprovalConflictError
+
+        if isinstance(error, ApprovalConflictError):
+            return EXIT_CODES["approval_conflict"]
         return EXIT_CODES["error"]
     if os.environ.get("ZETT_DEBUG"):
         raise error
@@ -500,6 +514,7 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
     printer.structured = options.output_schema is not None
     agent: Agent | None = None
     try:
+        options = await remembered_options(options, err)
         agent = await open_agent(options, printer)
         asker = Asker(err, yes=options.yes)
         async with mcp_tools(options.mcp, agent, auth=options.mcp_auth):
@@ -512,7 +527,9 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
                 async for event in events:
                     printer.handle(event)
         if asker.waiting is not None:
-            return asker.report_waiting(options.db)
+            offered = {getattr(tool, "__name__", "") for tool in options.tools}
+            mcp_calls = any(call.name not in offered for call in asker.waiting.calls)
+            return asker.report_waiting(options.db, mcp=options.mcp if mcp_calls else ())
     except BrokenPipeError:
         raise
     except Exception as error:
@@ -522,6 +539,33 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
         if agent is not None:
             await agent.aclose()
     return printer.exit_code
+
+
+async def remember_settings(client: Any, options: RunOptions) -> None:
+    """Store how ``options`` runs in the client's session when it differs from the
+    session's last settings (:mod:`zett_agent.cli.remembered`)."""
+    from zett_agent.cli.remembered import last_settings, settings_of
+
+    current = settings_of(options)
+    if last_settings(await client.store.rows(client.session_id)) != current:
+        await client.store.append(client.session_id, current)
+
+
+async def remembered_options(options: RunOptions, err: Console) -> RunOptions:
+    """``options`` with what a stored session remembers filled in
+    (:mod:`zett_agent.cli.remembered`), the model resolved: call it before
+    :func:`open_agent`."""
+    from zett_agent.cli.remembered import last_settings, with_remembered
+
+    stored = None
+    session = None if options.new_session else options.session
+    if options.db is not None and session is not None and options.db.is_file():
+        from zett_agent.sessions import SQLiteSessionStore
+
+        async with SQLiteSessionStore(options.db) as store:
+            stored = last_settings(await store.rows(session))
+    environment = options.model if options.model_variable is not None else None
+    return with_remembered(options, stored, options.explicit, environment, DEFAULT_MODEL, err)
 
 
 def check_attachments(options: RunOptions, model: Any) -> None:
@@ -542,6 +586,7 @@ def _resolve(options: RunOptions) -> Any:
     from zett_agent.errors import ConfigError
     from zett_agent.models import resolve_model
 
+    assert options.model is not None, "the model is resolved by remembered_options first"
     timing: dict[str, Any] = {}
     if options.attempt_timeout is not None:
         timing["attempt_timeout"] = options.attempt_timeout

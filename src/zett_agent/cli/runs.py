@@ -241,3 +241,61 @@ def run_recover(
             "executor_id that holds each one)",
             markup=False, highlight=False, soft_wrap=True,
         )  # fmt: skip
+
+
+@runs_app.command("approve")
+def run_approve(
+    run_id: str,
+    deny_reason: Annotated[
+        str | None,
+        typer.Option("--deny", help="Deny every waiting call, with this reason (else approve)."),
+    ] = None,
+    wait: Annotated[
+        bool, typer.Option(help="Wait for the run that goes on; print its answer.")
+    ] = False,
+    sessions: SessionsOption = "sessions.sqlite3",
+    db: DbOption = None,
+) -> None:
+    """Decide the calls a durable run waits for (all approved, or all denied with
+    --deny) and hand them to the workers; prints the id of the run that goes on.
+    Exit 12 when they were decided already (another process decided first:
+    nothing is stored, nothing runs), 1 when the run waits for nothing."""
+    from zett_agent.cli.main import EXIT_CODES
+    from zett_agent.durable.runtime import store_for
+    from zett_agent.errors import ResumeError
+    from zett_agent.tools.approvals import ApprovalConflictError, ApprovalRequest, approve, deny
+
+    async def work(runs: Any) -> int:
+        store = store_for(sessions)
+        runs.sessions = store
+        try:
+            try:
+                found = await runs.request_of(run_id)
+            except ResumeError as error:
+                _err().print(f"✖ {error}", markup=False, soft_wrap=True)
+                return EXIT_CODES["error"]
+            if found is None:
+                _err().print(f"run {run_id!r} waits for no approval", markup=False)
+                return EXIT_CODES["error"]
+            request = found[0].message
+            assert isinstance(request, ApprovalRequest)
+            decision = approve() if deny_reason is None else deny(deny_reason)
+            try:
+                next_run = await runs.approve(run_id, {c.id: decision for c in request.calls})
+            except ApprovalConflictError as error:
+                _err().print(f"✖ {error}", markup=False, soft_wrap=True)
+                return EXIT_CODES["approval_conflict"]
+            except ResumeError as error:
+                _err().print(f"✖ {error}", markup=False, soft_wrap=True)
+                return EXIT_CODES["error"]
+            _out().print(next_run, markup=False)
+            if wait:
+                message = await runs.result(next_run)
+                _out().print(message.text, soft_wrap=True, markup=False)
+                if message.stop is not None:
+                    _err().print(f"⚠ stopped: {message.stop.describe()}", markup=False)
+            return EXIT_CODES["ok"]
+        finally:
+            await store.aclose()
+
+    raise typer.Exit(_with_runs(db, sessions, work))

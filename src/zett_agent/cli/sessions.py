@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from zett_agent.cli.main import (
-    DEFAULT_MODEL,
     EXIT_CODES,
     MaxTokensOption,
     McpAuthOption,
@@ -76,13 +75,13 @@ def list_sessions(
 
     store = _open_db(db)
 
-    async def collect() -> list[tuple[Any, str | None, list[str]]]:
+    async def collect() -> list[tuple[Any, str | None, list[str], int]]:
         async with store:
             infos = await store.list_sessions()
             found = []
             for info in infos:
                 rows = await store.rows(info.session_id)
-                found.append((info, *_last_answer(rows)))
+                found.append((info, *_last_answer(rows), _messages(rows)))
             return found
 
     try:
@@ -90,8 +89,8 @@ def list_sessions(
     except ZettError as error:
         raise _fail(error) from None
     if json_output:
-        for info, stop, waiting in found:
-            record = {"session_id": info.session_id, "messages": info.rows,
+        for info, stop, waiting, count in found:
+            record = {"session_id": info.session_id, "messages": count,
                       "updated_at": info.updated_at, "last_stop": stop,
                       "waiting_for_approval": waiting}  # fmt: skip
             typer.echo(json.dumps(record, ensure_ascii=False))
@@ -104,15 +103,22 @@ def list_sessions(
     from rich import box
     from rich.table import Table
 
-    shown = unique_prefixes([info.session_id for info, _, _ in found])
+    shown = unique_prefixes([info.session_id for info, *_ in found])
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("session", "messages", "last written", "last answer"):
         table.add_column(column, overflow="fold")
-    for info, stop, waiting in found:
+    for info, stop, waiting, count in found:
         when = datetime.fromtimestamp(info.updated_at).strftime("%Y-%m-%d %H:%M:%S")
         last = f"waiting for approval: {', '.join(waiting)}" if waiting else stop or "ok"
-        table.add_row(shown[info.session_id], str(info.rows), when, last)
+        table.add_row(shown[info.session_id], str(count), when, last)
     out_console().print(table)
+
+
+def _messages(rows: Any) -> int:
+    """How many of ``rows`` are messages (records left out: approvals, starts, settings)."""
+    from zett_agent.records import is_record
+
+    return sum(not is_record(row.message) for row in rows)
 
 
 def _last_answer(rows: list[Any]) -> tuple[str | None, list[str]]:
@@ -215,7 +221,7 @@ def resume(
         str, typer.Argument(metavar="ID", help="The session's id, or a unique prefix of it.")
     ],
     db: DbOption,
-    model: ModelOption = DEFAULT_MODEL,
+    model: ModelOption = None,
     max_tokens: MaxTokensOption = None,
     tools: ToolsOption = "demo",
     json_events: Annotated[
@@ -227,10 +233,12 @@ def resume(
     yes: YesOption = False,
 ) -> None:
     """Continue the session's interrupted or cut-off last answer (INTERRUPTED or
-    MAX_OUTPUT), printing and exiting as zett run does. A session whose last
+    MAX_OUTPUT), printing and exiting as zett run does. The session's own model,
+    tools, MCP servers and approval options are used unless given here. A session whose last
     answer ended normally, was refused, or filled the context cannot be resumed
     (exit 1, nothing sent). A session whose tool calls wait for approval:
     they are decided first (y/N on a terminal, --yes), then it goes on."""
+    from zett_agent.cli.main import REMEMBERED, explicit_options
     from zett_agent.cli.run import RunOptions, model_variable, run_in_terminal
     from zett_agent.demo_tools import select_demo_tools
 
@@ -254,5 +262,6 @@ def resume(
         mcp_auth=mcp_auth,
         require_approval=tuple(require_approval or ()),
         yes=yes,
+        explicit=explicit_options(ctx, REMEMBERED),
     )
     raise typer.Exit(run_in_terminal(options))

@@ -20,6 +20,7 @@ This package imports the core and is never imported by it.
 """
 
 from zett_agent.durable.agent import DurableAgent, new_run_id
+from zett_agent.durable.approvals import DECIDED_WORKFLOW_NAME, decided_run_id
 from zett_agent.durable.runtime import (
     APP_NAME,
     QUEUE_NAME,
@@ -33,11 +34,13 @@ from zett_agent.durable.steps import TOOL_INTERRUPTED, idempotent
 
 __all__ = [
     "APP_NAME",
+    "DECIDED_WORKFLOW_NAME",
     "QUEUE_NAME",
     "TOOL_INTERRUPTED",
     "WORKFLOW_NAME",
     "DurableAgent",
     "DurableConfig",
+    "decided_run_id",
     "idempotent",
     "launch",
     "new_run_id",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from dbos import DBOS, SetWorkflowID, WorkflowHandleAsync
@@ -14,8 +14,16 @@ import zett_agent.durable.runtime as runtime
 from zett_agent.agent import Agent
 from zett_agent.durable.checkpoints import decode_final
 from zett_agent.durable.steps import DurableExtension, DurableModel
+from zett_agent.errors import ResumeError
 from zett_agent.messages import AssistantMessage, UserMessage, message_to_dict
-from zett_agent.sessions import SessionStore, SQLiteSessionStore
+from zett_agent.sessions import SessionStore, SQLiteSessionStore, live_rows
+from zett_agent.sessions.decisions import take_decision, waiting_request
+from zett_agent.tools.approvals import (
+    ApprovalConflictError,
+    ApprovalRequest,
+    Decision,
+    pending_request,
+)
 from zett_agent.tools.definition import idempotent, is_idempotent
 
 __all__ = ["DurableAgent", "new_run_id"]
@@ -150,6 +158,64 @@ class DurableAgent:
             if data is not None:
                 await self.store.put_blob(session_id, data)
         return text
+
+    # ------------------------------------------------------------ approvals
+
+    async def pending_approval(self, session_id: str) -> ApprovalRequest | None:
+        """The calls a run of this agent in the session waits for, or None."""
+        request = pending_request([r.message for r in await self.store.rows(session_id)])
+        return request if request is not None and request.durable_agent == self.name else None
+
+    async def approve(self, session_id: str, decisions: Mapping[str, Decision]) -> AssistantMessage:
+        """Decide the calls a run of this agent waits for in the session, as
+        :meth:`AgentClient.approve <zett_agent.client.AgentClient.approve>` does
+        (the same compare-and-set), and carry the run on: the continuation
+        (:func:`~zett_agent.durable.approvals.decided_run_id`) is queued for the
+        workers (this process too, once launched), and its final message returned.
+
+        Raises :class:`~zett_agent.approvals.ApprovalConflictError` when the calls
+        were decided already (nothing is stored, nothing runs),
+        :class:`~zett_agent.errors.ResumeError` when nothing waits, ``ValueError``
+        for decisions that do not answer exactly the waiting calls,
+        :class:`~zett_agent.errors.ConfigError` before :func:`launch`."""
+        runtime.require_launched()
+        rows = live_rows(await self.store.rows(session_id))
+        row = waiting_request(session_id, rows, decisions)
+        request = row.message
+        assert isinstance(request, ApprovalRequest)
+        if request.durable_agent != self.name:
+            raise ResumeError(
+                f"session {session_id!r}: the waiting calls are not a run of durable agent "
+                f"{self.name!r}'s"
+            )
+        try:
+            await take_decision(self.store, session_id, row, decisions)
+        except ApprovalConflictError:
+            await self.continue_decided(session_id, row.seq, request)  # once: by its id
+            raise
+        return await self.result(await self.continue_decided(session_id, row.seq, request))
+
+    async def continue_decided(
+        self, session_id: str, request_seq: int, request: ApprovalRequest
+    ) -> str:
+        """Queue (once: its id is the request's) the run that carries on the
+        decided ``request`` (row ``request_seq``); its run id. An
+        :class:`~zett_agent.tools.approvals.ApprovalHandoff`."""
+        runtime.require_launched()
+        from zett_agent.durable.approvals import decided_run_id, decided_workflow
+
+        run_id = decided_run_id(request.run_id)
+        with SetWorkflowID(run_id):
+            await DBOS.enqueue_workflow_async(
+                runtime.QUEUE_NAME, decided_workflow, request.durable_agent, session_id,
+                request_seq,
+            )  # fmt: skip
+        return run_id
+
+    async def result(self, run_id: str) -> AssistantMessage:
+        """Wait for run ``run_id`` to end; its final message."""
+        handle: WorkflowHandleAsync[str] = await DBOS.retrieve_workflow_async(run_id)
+        return final_of(await handle.get_result())
 
 
 def final_of(output: str) -> AssistantMessage:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,9 +28,16 @@ from typing import Any
 from dbos import DBOSClient, EnqueueOptions, WorkflowHandleAsync
 
 from zett_agent.durable.agent import final_of, new_run_id
+from zett_agent.durable.approvals import DECIDED_WORKFLOW_NAME, decided_run_id
 from zett_agent.durable.runtime import APP_NAME, QUEUE_NAME, WORKFLOW_NAME
-from zett_agent.errors import ConfigError
+from zett_agent.errors import ConfigError, ResumeError
 from zett_agent.messages import AssistantMessage
+from zett_agent.sessions import SessionStore, StoredRow, live_rows
+from zett_agent.sessions.decisions import decision_row, take_decision, waiting_request
+from zett_agent.tools.approvals import ApprovalConflictError, ApprovalRequest, Decision
+
+RUN_WORKFLOWS = [WORKFLOW_NAME, DECIDED_WORKFLOW_NAME]
+"""The workflows a durable run is one of: a run, or a continuation after a decision."""
 
 __all__ = ["DurableRuns", "RunInfo", "no_runs_database"]
 
@@ -89,6 +96,8 @@ class RunInfo:
 def _info(status: Any) -> RunInfo:
     args = tuple((status.input or {}).get("args", ())) if status.input else ()
     agent, session, prompt = (*args, None, None, None)[:3]
+    if status.name == DECIDED_WORKFLOW_NAME:  # (agent, session, request row): no prompt
+        prompt = None
     return RunInfo(
         run_id=status.workflow_id,
         status=str(status.status),
@@ -107,10 +116,16 @@ class DurableRuns:
     """Durable runs in one DBOS system database (``sqlite:///...`` or
     ``postgresql://...``), which a worker must have created already.
 
+    ``sessions`` is the session store the runs write to: needed to see and decide
+    the calls a run waits for (:meth:`pending_approval`, :meth:`approve`). With it,
+    this object is also an :class:`~zett_agent.tools.approvals.ApprovalHandoff`
+    (``AgentClient(agent, store, handoff=runs)``).
+
     Raises :class:`ConfigError` when the database cannot be reached.
     """
 
-    def __init__(self, system_database_url: str) -> None:
+    def __init__(self, system_database_url: str, *, sessions: SessionStore | None = None) -> None:
+        self.sessions = sessions
         self._where = _where(system_database_url)
         if system_database_url.startswith("sqlite:///") and not _sqlite_created(
             system_database_url
@@ -188,7 +203,7 @@ class DurableRuns:
         ``executor_id``: only those of that worker)."""
         async with self._created():
             found = await self._client.list_workflows_async(
-                name=WORKFLOW_NAME,
+                name=RUN_WORKFLOWS,
                 status=status,
                 executor_id=executor_id,
                 limit=limit,
@@ -221,9 +236,89 @@ class DurableRuns:
         one would go on running them too): see the README's "Durable runs"."""
         async with self._created():
             pending = await self._client.list_workflows_async(
-                name=WORKFLOW_NAME, status="PENDING", executor_id=executor_id, load_output=False
+                name=RUN_WORKFLOWS, status="PENDING", executor_id=executor_id, load_output=False
             )
         ids = [s.workflow_id for s in pending]
         for run_id in ids:
             await self._client.resume_workflow_async(run_id, queue_name=QUEUE_NAME)
         return ids
+
+    # ------------------------------------------------------------ approvals
+
+    async def request_of(self, run_id: str) -> tuple[StoredRow, bool] | None:
+        """The approval request run ``run_id`` ended with (its session row) and
+        whether it was decided; None when the run made none (or is unknown)."""
+        store, session_id = await self._session_of(run_id)
+        rows = live_rows(await store.rows(session_id))
+        for row in rows:
+            if isinstance(row.message, ApprovalRequest) and row.message.run_id == run_id:
+                return row, decision_row(rows, row.seq) is not None
+        return None
+
+    async def pending_approval(self, run_id: str) -> ApprovalRequest | None:
+        """The calls run ``run_id`` waits for (it ended with them), or None when it
+        waits for nothing (or they were decided)."""
+        found = await self.request_of(run_id)
+        if found is None or found[1]:
+            return None
+        request = found[0].message
+        assert isinstance(request, ApprovalRequest)
+        return request
+
+    async def approve(self, run_id: str, decisions: Mapping[str, Decision]) -> str:
+        """Decide the calls run ``run_id`` waits for (one
+        :class:`~zett_agent.approvals.Decision` per call id) and hand them to the
+        workers: the run that carries on (:func:`~zett_agent.durable.approvals.decided_run_id`)
+        is queued, and its id returned (:meth:`result` waits for it). The tools
+        run on a worker, never here.
+
+        Raises :class:`~zett_agent.approvals.ApprovalConflictError` when the calls
+        were decided already (by anyone, even the same way: nothing is stored),
+        :class:`~zett_agent.errors.ResumeError` when the run waits for nothing,
+        ``ValueError`` when the decisions do not answer exactly its calls."""
+        store, session_id = await self._session_of(run_id)
+        rows = live_rows(await store.rows(session_id))
+        row = waiting_request(session_id, rows, decisions)
+        request = row.message
+        assert isinstance(request, ApprovalRequest)
+        if request.run_id != run_id or not request.durable_agent:
+            raise ResumeError(
+                f"run {run_id!r} waits for no decision (session {session_id!r} waits in "
+                f"{'run ' + repr(request.run_id) if request.durable_agent else 'a plain run'})"
+            )
+        try:
+            await take_decision(store, session_id, row, decisions)
+        except ApprovalConflictError:
+            # the winner may have died before queueing the continuation: queueing
+            # it again is a no-op when it did not (the id is the request's)
+            await self.continue_decided(session_id, row.seq, request)
+            raise
+        return await self.continue_decided(session_id, row.seq, request)
+
+    async def continue_decided(
+        self, session_id: str, request_seq: int, request: ApprovalRequest
+    ) -> str:
+        """Queue (once) the run that carries on ``request`` (row ``request_seq`` of
+        the session) with its stored decision; its run id. No application version
+        is set: the workers of the newest version take it."""
+        options: EnqueueOptions = {
+            "workflow_name": DECIDED_WORKFLOW_NAME,
+            "queue_name": QUEUE_NAME,
+            "workflow_id": decided_run_id(request.run_id),
+            "workflow_id_reuse_policy": "return-existing",
+        }
+        handle: WorkflowHandleAsync[str] = await self._client.enqueue_async(
+            options, request.durable_agent, session_id, request_seq
+        )
+        return handle.get_workflow_id()
+
+    async def _session_of(self, run_id: str) -> tuple[SessionStore, str]:
+        if self.sessions is None:
+            raise ConfigError(
+                "deciding durable runs' tool calls needs their session store: "
+                "DurableRuns(url, sessions=store)"
+            )
+        info = await self.status(run_id)
+        if info is None or not isinstance(info.session_id, str):
+            raise ResumeError(f"no durable run {run_id!r}")
+        return self.sessions, info.session_id

@@ -21,26 +21,31 @@ import asyncio
 import itertools
 import json
 import os
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from contextlib import aclosing
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dbos import DBOS, DBOSConfig
 
+from zett_agent.agent import Agent
 from zett_agent.durable.checkpoints import encode_final
 from zett_agent.durable.steps import DurableJournal, step
 from zett_agent.errors import ConfigError
-from zett_agent.events import final_message
+from zett_agent.events import AgentEvent, AgentEventType
 from zett_agent.messages import Message, UserMessage, message_from_dict
-from zett_agent.sessions import SessionStore, SQLiteSessionStore, live_rows
+from zett_agent.sessions import SessionStore, SQLiteSessionStore, StoredRow, live_rows
 from zett_agent.sessions.base import messages_of
 from zett_agent.sessions.journal import started_calls
+from zett_agent.tools.approvals import ApprovalRequest
 
 if TYPE_CHECKING:
     from zett_agent.durable.agent import DurableAgent
 
 __all__ = [
+    "APPROVAL_EVENT",
     "APP_NAME",
     "MESSAGE_PROMPT",
     "QUEUE_NAME",
@@ -64,6 +69,10 @@ WORKFLOW_NAME = "zett_agent.durable.run"
 
 QUEUE_NAME = "zett-runs"
 """The DBOS queue submitted runs wait on until a worker takes them."""
+
+APPROVAL_EVENT = "zett.approval"
+"""The DBOS event a run that ended waiting for approval sets: the JSON list of
+its waiting calls (``id``, ``name``, ``arguments``). Persisted data: never renamed."""
 
 _AGENTS: dict[str, DurableAgent] = {}
 _LAUNCHED: list[DurableConfig] = []  # the config DBOS runs with in this process, if any
@@ -109,14 +118,7 @@ def prompt_of(prompt: str | None, store: SessionStore, session_id: str) -> str |
 @DBOS.workflow(name=WORKFLOW_NAME)
 async def run_workflow(agent_name: str, session_id: str, prompt: str | None) -> str:
     """The durable run: the final assistant message as stored JSON text."""
-    durable = _AGENTS.get(agent_name)
-    if durable is None:
-        raise ConfigError(
-            f"no durable agent named {agent_name!r} in this process "
-            f"(known: {', '.join(sorted(_AGENTS)) or 'none'}); make it before launch()"
-        )
-    run_id = DBOS.workflow_id
-    assert run_id is not None, "run_workflow runs only as a DBOS workflow"
+    durable = agent_named(agent_name)
     store = durable.store
 
     async def last_row() -> int:
@@ -125,6 +127,50 @@ async def run_workflow(agent_name: str, session_id: str, prompt: str | None) -> 
 
     last = await step(f"{durable.name}.session", last_row)
     rows = live_rows([r for r in await store.rows(session_id) if r.seq <= last])
+    asked = prompt_of(prompt, store, session_id)
+
+    def start(
+        agent: Agent,
+        history: list[Message],
+        on_message: OnMessage,
+        journal: DurableJournal,
+        run_id: str,
+    ) -> AsyncGenerator[AgentEvent, None]:
+        return agent.stream(
+            asked, history=history, on_message=on_message, run_id=run_id, journal=journal
+        )
+
+    return await drive(durable, session_id, rows, start)
+
+
+def agent_named(agent_name: str) -> DurableAgent:
+    """The durable agent runs of ``agent_name`` use in this process; ConfigError
+    when there is none."""
+    durable = _AGENTS.get(agent_name)
+    if durable is None:
+        raise ConfigError(
+            f"no durable agent named {agent_name!r} in this process "
+            f"(known: {', '.join(sorted(_AGENTS)) or 'none'}); make it before launch()"
+        )
+    return durable
+
+
+OnMessage = Callable[[Message], Awaitable[None]]
+Start = Callable[
+    [Agent, list[Message], OnMessage, DurableJournal, str], AsyncGenerator[AgentEvent, None]
+]
+
+
+async def drive(durable: DurableAgent, session_id: str, rows: list[StoredRow], start: Start) -> str:
+    """The body every durable workflow shares: the run of ``start`` (the agent's
+    stream, approve stream...) on the session's ``rows`` (a deterministic cut of
+    the session), each message appended with the key ``<run id>:<n>``. A run that
+    ends with calls waiting for approval stores the request (key ``<run
+    id>:approval``, naming the durable agent that continues it) and sets the DBOS
+    event :data:`APPROVAL_EVENT` to its calls. Returns the final message as JSON."""
+    run_id = DBOS.workflow_id
+    assert run_id is not None, "a durable run runs only as a DBOS workflow"
+    store = durable.store
     history = messages_of(rows)
     journal = DurableJournal(f"{durable.name}.tool", store, session_id, started_calls(rows))
     counter = itertools.count()
@@ -140,10 +186,20 @@ async def run_workflow(agent_name: str, session_id: str, prompt: str | None) -> 
             return
         await store.append(session_id, message, key=key)
 
-    agent = durable.step_agent()
-    asked = prompt_of(prompt, store, session_id)
-    events = agent.stream(asked, history=history, on_message=append, run_id=run_id, journal=journal)
-    return encode_final(await final_message(events))
+    final = None
+    waiting: ApprovalRequest | None = None
+    events = start(durable.step_agent(), history, append, journal, run_id)
+    async with aclosing(events):
+        async for event in events:
+            if event.type is AgentEventType.RUN_COMPLETED:
+                final, waiting = event.message, event.approval
+    assert final is not None, "a run's events end with RUN_COMPLETED"
+    if waiting is not None:
+        request = replace(waiting, durable_agent=durable.name)
+        await store.append(session_id, request, key=f"{run_id}:approval")
+        calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in request.calls]
+        await DBOS.set_event_async(APPROVAL_EVENT, json.dumps(calls))
+    return encode_final(final)
 
 
 @dataclass(frozen=True)

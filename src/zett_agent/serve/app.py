@@ -73,8 +73,7 @@ from zett_agent.protocols.base import user_parts
 from zett_agent.resume import cancelling, plan_resume
 from zett_agent.sessions import InMemorySessionStore, SessionStore, live_rows
 from zett_agent.sessions.base import messages_of
-from zett_agent.tools import approvals as _approvals
-from zett_agent.tools.approvals import Decision
+from zett_agent.tools.approvals import ApprovalConflictError, ApprovalHandoff, Decision
 from zett_agent.vendors import PROTOCOL_MEDIA
 
 from .approvals import answered, decisions_for, decisions_from_json
@@ -98,17 +97,6 @@ from .request import (
 )
 from .security import Guard, error_response, is_loopback
 from .stream import DONE, UI_MESSAGE_STREAM_HEADERS, ToolCallIds, UIMessageStream, sse
-
-
-class _NoConflictError(Exception):
-    """Until the compare-and-set of decisions (issue 20) lands, nothing raises it."""
-
-
-ApprovalConflictError: type[Exception] = getattr(
-    _approvals, "ApprovalConflictError", _NoConflictError
-)
-"""What a decision that lost to another one raises (answered with 409)."""
-
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -178,6 +166,7 @@ def create_app(
     settings: ServeSettings | None = None,
     *,
     owns: bool = False,
+    handoff: ApprovalHandoff | None = None,
     mcp: Any = None,
 ) -> Starlette:
     """The ASGI app serving ``agent`` over sessions in ``store`` (default: in memory).
@@ -190,13 +179,19 @@ def create_app(
     ``elicitation`` callback, the page answers its servers' elicitations
     (:mod:`.elicitations`). Raises ``ValueError`` for a non-loopback ``settings.host`` without a
     token, or ``"*"`` in ``allowed_hosts`` without a token.
+
+    ``handoff``: where the approve route hands the decided calls of a durable
+    run (:class:`zett_agent.durable.runs.DurableRuns` with its session store), so
+    its workers run them; without one such a decision is refused (409).
     """
     settings = settings or ServeSettings()
     if settings.token is None and not is_loopback(settings.host):
         raise ValueError(f"listening on {settings.host} needs a token (ServeSettings.token)")
     if settings.token is None and "*" in settings.allowed_hosts:
         raise ValueError("allowed_hosts '*' needs a token")
-    client = AgentClient(agent, store if store is not None else InMemorySessionStore())
+    client = AgentClient(
+        agent, store if store is not None else InMemorySessionStore(), handoff=handoff
+    )
     state = _State(agent, client, settings, own=owns)
 
     @asynccontextmanager
@@ -506,9 +501,11 @@ async def approve(request: Request) -> Response:
     run as ``/api/chat`` does, for clients without the AI SDK. Body:
     ``{"decisions": {"<approval id or call id>": {"approved": true} | {"approved":
     false, "reason": "..."}}}``, one per waiting call (the ``approvalId`` of its
-    ``tool-approval-request``, or the call's own id). 409 when nothing waits or
-    another decision won, 422 for decisions that do not answer exactly the waiting
-    calls."""
+    ``tool-approval-request``, or the call's own id). 409 when nothing waits, when
+    the calls were decided already (another process, tab or person decided first:
+    :class:`~zett_agent.approvals.ApprovalConflictError`, nothing ran), or when a
+    durable run's calls cannot be handed to its workers from here; 422 for
+    decisions that do not answer exactly the waiting calls."""
     state = _state(request)
     session_id = valid_session_id(request.path_params["id"])
     if not _is_json(request):

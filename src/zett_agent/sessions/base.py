@@ -13,7 +13,11 @@ A session is an append-only list of rows, one per complete message, numbered
       :mod:`zett_agent.approvals`); :meth:`SessionStore.load` leaves them out
 3     the current form (one version for every row kind and field added in
       this release): ``tool_started`` records, written just before a tool
-      call is entered (:mod:`zett_agent.tools.outcomes`); an assistant
+      call is entered (:mod:`zett_agent.tools.outcomes`); ``run_settings``
+      records (how the session's runs were asked for: model, tools, MCP
+      servers, approval options, :class:`~zett_agent.records.RunSettings`); an
+      approval request's ``durable_agent``; decisions stored under the key
+      ``decision:<request seq>`` (:meth:`SessionStore.append_if_absent`); an assistant
       message may also hold ``attempts`` (a fallback chain's
       :class:`~zett_agent.messages.ModelAttempt` list), ``cost`` (``{"usd",
       "unknown"}``), ``usage.cache_write_tokens``, a provider record's
@@ -50,6 +54,13 @@ returns the ``seq`` of the row stored under it, so a run that is replayed after 
 crash (:mod:`zett_agent.durable`) writes each message once. The same key with a
 different message raises :class:`~zett_agent.errors.SessionStoreError`. Rows
 appended without a key (everything stored before keys existed) have ``key`` None.
+
+:meth:`SessionStore.append_if_absent` is the compare-and-set a decision is
+written with (an approval decision, :mod:`zett_agent.tools.approvals`): it stores
+the row only when no row of the session holds its key, atomically against every
+other writer of the store (other processes included), and says which happened:
+the new row's ``seq`` ("stored by me") or None ("already there", whatever that row
+holds). A keyed :meth:`~SessionStore.append` cannot tell the two apart.
 
 A row that cannot be read, or one with a newer schema version, makes loading its
 session fail with :class:`~zett_agent.errors.SessionStoreError` naming the session
@@ -134,7 +145,8 @@ class SessionStore(ABC):
     """Where sessions live. All methods are async and safe to call concurrently.
 
     Implement :meth:`append`, :meth:`rows`, :meth:`list_sessions` and
-    :meth:`delete`; :meth:`load` is derived from :meth:`rows`.
+    :meth:`delete`, and :meth:`append_if_absent` for a store that takes decisions
+    (approvals); :meth:`load` is derived from :meth:`rows`.
     """
 
     @abstractmethod
@@ -157,6 +169,25 @@ class SessionStore(ABC):
         (checked before ``replaces``); when that row holds a different message,
         :class:`SessionStoreError` is raised.
         """
+
+    async def append_if_absent(
+        self, session_id: str, message: SessionEntry, *, key: str
+    ) -> int | None:
+        """Store ``message`` as the next row of ``session_id`` under ``key`` unless
+        the session holds a row with that key already: the compare-and-set of a
+        decision. Returns the new row's ``seq`` when this call stored it, None when
+        the key was there (nothing is stored, whatever message that row holds).
+        Atomic against every writer of the store; of any number of concurrent
+        calls with one key, exactly one gets a ``seq``.
+
+        Raises :class:`SessionStoreError` as :meth:`append` does; a store that
+        cannot compare and set (one written before this method existed) raises
+        it too."""
+        raise SessionStoreError(
+            f"{type(self).__name__} cannot store a row only if its key is absent "
+            "(append_if_absent): decisions need a store that can",
+            session_id=session_id,
+        )
 
     @abstractmethod
     async def rows(self, session_id: str) -> list[StoredRow]:

@@ -13,6 +13,7 @@ from zett_agent.sessions.base import (
     blob_hash,
     check_session_id,
     decode_row,
+    encode_message,
     encode_row,
     key_conflict,
     missing_blob,
@@ -65,6 +66,18 @@ class InMemorySessionStore(SessionStore):
             if raw is not None:
                 self._blobs.setdefault(session_id, {}).setdefault(digest, raw)
         rows.append((seq, SCHEMA_VERSION, replaces, time.time(), data, key))
+        return seq
+
+    async def append_if_absent(
+        self, session_id: str, message: SessionEntry, *, key: str
+    ) -> int | None:
+        data = encode_message(session_id, message)
+        rows = self._sessions.setdefault(session_id, [])
+        # no await between the check and the insert: atomic in the event loop
+        if any(stored_key == key for *_, stored_key in rows):
+            return None
+        seq = (rows[-1][0] if rows else 0) + 1
+        rows.append((seq, SCHEMA_VERSION, None, time.time(), data, key))
         return seq
 
     async def rows(self, session_id: str) -> list[StoredRow]:

@@ -42,6 +42,7 @@ from zett_agent.sessions.base import (
     blob_hash,
     check_session_id,
     decode_row,
+    encode_message,
     encode_row,
     key_conflict,
     missing_blob,
@@ -214,6 +215,33 @@ class PostgresSessionStore(SessionStore):
             (session_id, seq, SCHEMA_VERSION, replaces, time.time(), data, key),
         )
         return seq
+
+    async def append_if_absent(
+        self, session_id: str, message: SessionEntry, *, key: str
+    ) -> int | None:
+        data = encode_message(session_id, message)
+        seq: int | None = await self._run(self._append_if_absent, session_id, data, key)
+        return seq
+
+    async def _append_if_absent(
+        self, conn: psycopg.AsyncConnection[Any], session_id: str, data: str, key: str
+    ) -> int | None:
+        # the session's advisory lock orders the writers; the unique key index
+        # decides: ON CONFLICT DO NOTHING inserts no row when the key is there
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (session_id,))
+        cursor = await conn.execute(
+            self._q(
+                "INSERT INTO {schema}.messages (session_id, seq, schema_version, replaces,"
+                " created_at, data, idempotency_key)"
+                " SELECT %s, coalesce(max(seq), 0) + 1, %s, NULL, %s, %s, %s"
+                " FROM {schema}.messages WHERE session_id = %s"
+                " ON CONFLICT (session_id, idempotency_key)"
+                " WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING seq"
+            ),
+            (session_id, SCHEMA_VERSION, time.time(), data, key, session_id),
+        )
+        stored = await cursor.fetchone()
+        return int(stored[0]) if stored is not None else None
 
     async def _put_blob(
         self, conn: psycopg.AsyncConnection[Any], session_id: str, digest: str, data: bytes

@@ -56,6 +56,7 @@ from zett_agent.sessions.base import (
     blob_hash,
     check_session_id,
     decode_row,
+    encode_message,
     encode_row,
     key_conflict,
     missing_blob,
@@ -150,6 +151,12 @@ class SQLiteSessionStore(SessionStore):
     ) -> int:
         data, blobs = encode_row(session_id, message)
         return await self._run(self._append, session_id, data, replaces, key, blobs)
+
+    async def append_if_absent(
+        self, session_id: str, message: SessionEntry, *, key: str
+    ) -> int | None:
+        data = encode_message(session_id, message)
+        return await self._run(self._append_if_absent, session_id, data, key)
 
     async def rows(self, session_id: str) -> list[StoredRow]:
         raw = await self._run(self._rows, session_id)
@@ -384,6 +391,26 @@ class SQLiteSessionStore(SessionStore):
         )
         conn.execute("COMMIT")
         return seq
+
+    @staticmethod
+    def _append_if_absent(
+        conn: sqlite3.Connection, session_id: str, data: str, key: str
+    ) -> int | None:
+        # BEGIN IMMEDIATE takes the file's write lock first: no other process can
+        # write between the look and the insert, and the unique key index backs
+        # it (INSERT OR IGNORE: a row count of 0 is "already there").
+        conn.execute("BEGIN IMMEDIATE")
+        last = conn.execute(
+            "SELECT MAX(seq) FROM messages WHERE session_id = ?", (session_id,)
+        ).fetchone()[0]
+        seq = int(last or 0) + 1
+        stored = conn.execute(
+            "INSERT OR IGNORE INTO messages (session_id, seq, schema_version, replaces,"
+            " created_at, data, idempotency_key) VALUES (?, ?, ?, NULL, ?, ?, ?)",
+            (session_id, seq, SCHEMA_VERSION, time.time(), data, key),
+        ).rowcount
+        conn.execute("COMMIT")
+        return seq if stored == 1 else None
 
     @staticmethod
     def _put_blob(

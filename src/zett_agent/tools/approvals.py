@@ -21,6 +21,13 @@ the decisions are rows of their own (``role`` ``"approval_request"`` and
 ``"approval_decision"``, schema version 2): the decisions are stored before any
 tool runs, so a restart never asks again. Calls cut off at the output limit and
 calls withheld under REFUSAL or INTERRUPTED never become pending.
+
+A decision is taken once: it is stored with a compare-and-set keyed by its
+request (:func:`decision_key`, :meth:`SessionStore.append_if_absent
+<zett_agent.sessions.SessionStore.append_if_absent>`), so of two processes
+deciding the same calls exactly one stores its decision and runs them; the
+other gets :class:`ApprovalConflictError` and runs nothing, even when both
+decided the same way.
 """
 
 from __future__ import annotations
@@ -28,20 +35,26 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from zett_agent.errors import ZettError
 from zett_agent.messages import ToolCall
 from zett_agent.tools.definition import Tool, as_tool
 
+if TYPE_CHECKING:
+    from zett_agent.messages import AssistantMessage
+
 __all__ = [
     "APPROVAL_ROLES",
+    "ApprovalConflictError",
     "ApprovalDecision",
+    "ApprovalHandoff",
     "ApprovalPolicy",
     "ApprovalRequest",
     "Decision",
     "PendingApprovalError",
     "approve",
+    "decision_key",
     "deny",
     "needs_approval",
     "pending_request",
@@ -64,6 +77,27 @@ class PendingApprovalError(ZettError):
         self.calls = tuple(calls)
 
 
+class ApprovalConflictError(ZettError):
+    """The calls were decided already, by another process or request: this
+    decision lost the compare-and-set, was not stored, and runs nothing (two
+    identical decisions conflict too). ``session_id`` names the session,
+    ``calls`` the calls it tried to decide, ``decided`` the decision that was
+    stored first (None when it could not be read)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        session_id: str | None = None,
+        calls: Sequence[ToolCall] = (),
+        decided: ApprovalDecision | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        self.calls = tuple(calls)
+        self.decided = decided
+
+
 @dataclass(frozen=True)
 class Decision:
     """A person's answer to one pending call: approved, or denied with a reason."""
@@ -84,10 +118,15 @@ def deny(reason: str | None = None) -> Decision:
 
 @dataclass(frozen=True)
 class ApprovalRequest:
-    """Tool calls of one answer waiting for a decision, in the answer's order."""
+    """Tool calls of one answer waiting for a decision, in the answer's order.
+
+    ``run_id`` is the run that asked; ``durable_agent`` the name of the durable
+    agent whose workers continue it once decided (a durable run's request; ""
+    for a plain run's, which the deciding process continues itself)."""
 
     calls: tuple[ToolCall, ...]
     run_id: str = ""
+    durable_agent: str = ""
 
     @property
     def ids(self) -> list[str]:
@@ -101,8 +140,34 @@ class ApprovalDecision:
     decisions: Mapping[str, Decision] = field(default_factory=dict)
 
 
+class ApprovalHandoff(Protocol):
+    """Continues decided requests of durable runs on a worker
+    (:class:`zett_agent.durable.runs.DurableRuns` is one): given to
+    :class:`~zett_agent.client.AgentClient` (``handoff=``) so that its
+    :meth:`~zett_agent.client.AgentClient.approve` stores the decision and hands
+    it on instead of running the tools in its own process."""
+
+    async def continue_decided(
+        self, session_id: str, request_seq: int, request: ApprovalRequest
+    ) -> str:
+        """Start (once: again is a no-op) the run that carries on ``request``
+        (stored as row ``request_seq``) with its stored decision; its run id."""
+        ...
+
+    async def result(self, run_id: str) -> AssistantMessage:
+        """Wait for run ``run_id`` to end; its final message."""
+        ...
+
+
 APPROVAL_ROLES = frozenset({"approval_request", "approval_decision"})
 """The ``role`` of stored approval rows (:mod:`zett_agent.records`)."""
+
+
+def decision_key(request_seq: int) -> str:
+    """The idempotency key of the decision for the request stored as row
+    ``request_seq``: every process deciding that request stores under the same
+    key, so only the first one's decision is stored."""
+    return f"decision:{request_seq}"
 
 
 def requires_approval(function: Callable[..., Any] | Tool) -> Tool:

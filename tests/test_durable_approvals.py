@@ -1,0 +1,220 @@
+"""Tool calls that wait for approval in durable runs (DBOS on SQLite, in this
+process): the run ends at the request, which is stored in the session and set as
+a DBOS event; the decision is taken once (the same compare-and-set as a plain
+session) and carried on by a continuation run keyed by the request; an approved
+call runs once through the gate's steps, a denied one never runs. The worker
+processes (kill -9 while waiting and while the tool runs) are in
+test_durable_approvals_workers.py."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("dbos", reason="durable runs need the 'durable' extra (dbos)")
+
+from dbos import DBOS
+
+from zett_agent import (
+    Agent,
+    AgentClient,
+    AgentRunConfig,
+    ApprovalConflictError,
+    ConfigError,
+    ToolCall,
+    ToolResultMessage,
+)
+from zett_agent.approvals import ApprovalDecision, ApprovalRequest, approve, deny, requires_approval
+from zett_agent.durable import DurableAgent, DurableConfig, decided_run_id, launch, shutdown
+from zett_agent.durable.runs import DurableRuns
+from zett_agent.durable.runtime import APPROVAL_EVENT
+from zett_agent.testing.scripted import ScriptedModel, reply
+
+pytestmark = pytest.mark.timeout(60)
+
+SENT: list[str] = []
+
+
+def send_invoice(customer: str) -> str:
+    """Send an invoice.
+
+    Args:
+        customer: who gets it.
+    """
+    SENT.append(customer)
+    return f"invoice sent to {customer}"
+
+
+@pytest.fixture
+async def durable(tmp_path: Path) -> AsyncIterator[DurableAgent]:
+    SENT.clear()
+    model = ScriptedModel(
+        reply("Billing.", [ToolCall("c1", "send_invoice", '{"customer": "ACME"}')]),
+        reply("Billed ACME."),
+    )
+    agent = Agent(model, AgentRunConfig("biller"), [requires_approval(send_invoice)])
+    made = DurableAgent(agent, tmp_path / "s.sqlite3")
+    await launch(DurableConfig(f"sqlite:///{tmp_path / 'dbos.sqlite3'}", executor_id="test"))
+    try:
+        yield made
+    finally:
+        shutdown()
+        await made.aclose()
+
+
+def test_a_continuation_id_is_derived_from_the_request() -> None:
+    assert decided_run_id("r1") == "r1.decided-1"
+    assert decided_run_id("r1.decided-1") == "r1.decided-2"
+    assert decided_run_id("r1.decided-9") == "r1.decided-10"
+
+
+async def test_a_durable_run_ends_at_the_request_and_an_approval_runs_the_call_once(
+    durable: DurableAgent,
+) -> None:
+    final = await durable.run("bill ACME", session_id="s", run_id="r1")
+    assert final.tool_calls and not SENT  # ended waiting: nothing ran
+    waiting = await durable.pending_approval("s")
+    assert waiting is not None and waiting.ids == ["c1"]
+    assert waiting.run_id == "r1" and waiting.durable_agent == "biller"
+    # stored like a plain run's request: a plain client of the store sees it too
+    rows = await durable.store.rows("s")
+    assert [r.key for r in rows if isinstance(r.message, ApprovalRequest)] == ["r1:approval"]
+    event = await DBOS.get_event_async("r1", APPROVAL_EVENT, timeout_seconds=0)
+    assert json.loads(event) == [
+        {"id": "c1", "name": "send_invoice", "arguments": '{"customer": "ACME"}'}
+    ]
+    status = await DBOS.get_workflow_status_async("r1")
+    assert status is not None and status.status == "SUCCESS"  # nothing waits in DBOS
+
+    done = await durable.approve("s", {"c1": approve()})
+    assert done.text == "Billed ACME."
+    assert SENT == ["ACME"]
+    assert await durable.pending_approval("s") is None
+    steps = [s["function_name"] for s in await DBOS.list_workflow_steps_async("r1.decided-1")]
+    assert steps[:2] == ["biller.tool.send_invoice.started", "biller.tool.send_invoice"]
+    # the same decision again conflicts: nothing stored, nothing runs
+    with pytest.raises(ApprovalConflictError) as caught:
+        await durable.approve("s", {"c1": approve()})
+    assert caught.value.decided == ApprovalDecision({"c1": approve()})
+    assert SENT == ["ACME"]
+    decisions = [
+        r for r in await durable.store.rows("s") if isinstance(r.message, ApprovalDecision)
+    ]
+    assert [r.key for r in decisions] == ["decision:" + str(rows[-1].seq)]
+
+
+async def test_a_denied_durable_call_never_runs(durable: DurableAgent) -> None:
+    await durable.run("bill ACME", session_id="s", run_id="r2")
+    done = await durable.approve("s", {"c1": deny("not this month")})
+    assert done.text == "Billed ACME."
+    assert SENT == []
+    results = [m for m in await durable.store.load("s") if isinstance(m, ToolResultMessage)]
+    assert [r.content for r in results] == [
+        "A person denied this tool call; it was not run. Reason: not this month"
+    ]
+
+
+async def test_a_client_decides_a_durable_request_only_by_handing_it_to_the_workers(
+    durable: DurableAgent, tmp_path: Path
+) -> None:
+    await durable.run("bill ACME", session_id="s", run_id="r3")
+    plain = AgentClient(durable.agent, durable.store)
+    with pytest.raises(ConfigError, match="zett runs approve r3"):
+        await plain.approve("s", {"c1": approve()})
+    assert not [r for r in await durable.store.rows("s") if isinstance(r.message, ApprovalDecision)]
+    runs = DurableRuns(f"sqlite:///{tmp_path / 'dbos.sqlite3'}", sessions=durable.store)
+    async with runs:
+        assert (await runs.pending_approval("r3")) is not None
+        handing = AgentClient(durable.agent, durable.store, handoff=runs)
+        final = await handing.approve("s", {"c1": approve()})
+        assert final.text == "Billed ACME."
+        assert SENT == ["ACME"]
+        assert await runs.pending_approval("r3") is None
+        with pytest.raises(ApprovalConflictError):
+            await runs.approve("r3", {"c1": approve()})
+        assert [i.run_id for i in await runs.list_runs()][:2] == ["r3.decided-1", "r3"]
+    assert SENT == ["ACME"]
+
+
+@pytest.mark.slow  # three CLI processes, each importing DBOS
+async def test_zett_runs_approve_decides_once_and_exits_12_the_second_time(
+    tmp_path: Path,
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    import anyio
+
+    from zett_agent.durable import system_database_next_to
+
+    SENT.clear()
+    sessions = tmp_path / "s.sqlite3"
+    model = ScriptedModel(
+        reply("Billing.", [ToolCall("c1", "send_invoice", '{"customer": "ACME"}')]),
+        reply("Billed ACME."),
+    )
+    agent = Agent(model, AgentRunConfig("biller"), [requires_approval(send_invoice)])
+    durable = DurableAgent(agent, sessions)
+    await launch(DurableConfig(system_database_next_to(sessions), executor_id="test"))
+    try:
+        await durable.run("bill ACME", session_id="s", run_id="r4")
+
+        def zett(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [sys.executable, "-m", "zett_agent.cli", "runs", *args, "--sessions",
+                 str(sessions)],
+                capture_output=True, text=True, timeout=90, env=os.environ.copy(),
+            )  # fmt: skip
+
+        first = await anyio.to_thread.run_sync(zett, "approve", "r4")
+        assert first.returncode == 0, first.stderr
+        assert first.stdout.strip() == "r4.decided-1"
+        assert (await durable.result("r4.decided-1")).text == "Billed ACME."  # run here
+        second = await anyio.to_thread.run_sync(zett, "approve", "r4", "--deny", "no")
+        assert second.returncode == 12, second.stderr
+        assert "decided already" in second.stderr
+        none = await anyio.to_thread.run_sync(zett, "approve", "nope")
+        assert none.returncode == 1 and "no durable run 'nope'" in none.stderr
+        assert "Traceback" not in none.stderr
+        assert SENT == ["ACME"]
+    finally:
+        shutdown()
+        await durable.aclose()
+
+
+async def test_serve_hands_a_durable_runs_decision_to_the_workers(
+    durable: DurableAgent, tmp_path: Path
+) -> None:
+    pytest.importorskip("starlette", reason="the serve extra is not installed")
+    import anyio
+    import httpx
+
+    from serve_support import read_chunks, running_server
+    from zett_agent.serve import create_app
+
+    await durable.run("bill ACME", session_id="s", run_id="r5")
+    async with DurableRuns(
+        f"sqlite:///{tmp_path / 'dbos.sqlite3'}", sessions=durable.store
+    ) as runs:
+        plain = create_app(durable.agent, durable.store)
+        handing = create_app(durable.agent, durable.store, handoff=runs)
+        decisions = {"decisions": {"c1": {"approved": True}}}
+
+        def post(app: object) -> httpx.Response:
+            with running_server(app) as url:
+                return httpx.post(f"{url}/api/sessions/s/approve", json=decisions, timeout=60)
+
+        refused = await anyio.to_thread.run_sync(post, plain)
+        assert refused.status_code == 409 and "zett runs approve r5" in refused.text
+        assert SENT == []
+        done = await anyio.to_thread.run_sync(post, handing)
+        assert done.status_code == 200, done.text
+        assert read_chunks(done.text)[-1]["type"] == "finish"
+        assert SENT == ["ACME"]  # run by the worker (this process's DBOS), once
+        again = await anyio.to_thread.run_sync(post, handing)
+        assert again.status_code == 409
+    assert SENT == ["ACME"]

@@ -56,7 +56,7 @@ __all__ = [
 
 OutputMode: TypeAlias = Literal["auto", "native", "tool"]
 """How a structured answer is asked for: ``"native"`` (the provider's own
-structured-output setting, :func:`zett_agent.vendors.output_mode`), ``"tool"`` (a
+structured-output setting, :func:`zett_agent.vendors.output_kind`), ``"tool"`` (a
 forced output tool), ``"auto"`` (native where the vendor row has it, else tool)."""
 
 OUTPUT_TOOL = "final_result"

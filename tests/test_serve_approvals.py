@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -448,3 +449,56 @@ def test_a_decision_that_lost_the_compare_and_set_is_a_409_and_runs_nothing() ->
         return [m for m in await store.load("c1") if isinstance(m, ToolResultMessage)]
 
     assert anyio.run(results) == []  # the tool never ran here
+
+
+def test_an_sdk_answer_that_lost_the_compare_and_set_is_a_409_and_runs_nothing() -> None:
+    """The AI SDK's own path (the answer inside POST /api/chat) loses as the JSON
+    route does: 409 before any stream byte, no model call, no tool result."""
+    from zett_agent import ToolResultMessage
+
+    with ReplayServer(route=scenario_reply) as replay:
+        agent = make_agent(replay.url, approval=waits)
+        store = BeatenStore()
+        with running_server(create_app(agent, store, owns=True)) as url:
+            ask(url, "c2", "weather")
+            calls_before = len(replay.requests)
+            lost = send(url, "c2", answered(session(url, "c2"), True))
+            assert lost.status_code == 409, lost.text
+            assert "decided already" in lost.json()["error"]["message"]
+            assert len(replay.requests) == calls_before
+
+    import anyio
+
+    async def results() -> list[Any]:
+        return [m for m in await store.load("c2") if isinstance(m, ToolResultMessage)]
+
+    assert anyio.run(results) == []
+
+
+def test_after_an_approval_the_session_is_free_whether_the_client_read_or_left(
+    server: tuple[str, ReplayServer],
+) -> None:
+    """The approve path reads its run's first event in the request's task (the
+    session's lock is taken there): the run ends with ``finish``, not an error,
+    and the next message of the session is answered, after a client that read
+    to the end and after one that left at the first chunk."""
+    url, _ = server
+    ask(url, "f1", "weather")
+    whole = chunks_of(send(url, "f1", answered(session(url, "f1"), True)))
+    assert whole[-1]["type"] == "finish" and not of_type(whole, "error")
+    assert ask(url, "f1", "next")[-1]["type"] == "finish"
+
+    ask(url, "f2", "weather")
+    body = {"id": "f2", "messages": answered(session(url, "f2"), True)}
+    body["trigger"], body["messageId"] = "submit-message", body["messages"][-1]["id"]
+    with httpx.stream("POST", f"{url}/api/chat", json=body, timeout=30) as response:
+        assert response.status_code == 200
+        next(response.iter_raw())  # the first chunk, then the client leaves
+    deadline = time.monotonic() + 20
+    while True:
+        again = httpx.post(f"{url}/api/chat", json=chat_body("f2", "next"), timeout=30)
+        if again.status_code != 409 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)  # the server has not seen the disconnect yet
+    assert again.status_code == 200, again.text
+    assert read_chunks(again.text)[-1]["type"] == "finish"

@@ -37,6 +37,7 @@ messages: the store stays sound, but the conversation does not make sense.
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
@@ -73,6 +74,8 @@ from zett_agent.tools.approvals import (
     PendingApprovalError,
     pending_request,
 )
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["AgentClient", "new_session_id"]
 
@@ -265,7 +268,11 @@ class AgentClient:
         return await final_message(self.resume_stream(session_id), dispatcher)
 
     async def approve_stream(
-        self, session_id: str | None, decisions: Mapping[str, Decision]
+        self,
+        session_id: str | None,
+        decisions: Mapping[str, Decision],
+        *,
+        request_seq: int | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """Answer the session's calls waiting for approval and go on, yielding events.
 
@@ -283,10 +290,15 @@ class AgentClient:
         when nothing waits; ``ValueError`` when a pending call has no decision or
         a decision names no pending call; :class:`~zett_agent.errors.ConfigError`
         for a durable run's request without a ``handoff`` (nothing is stored
-        then)."""
+        then). ``request_seq``: the stored row of the request the decider was
+        shown (a UI read the session before): when a later request waits instead,
+        the decisions are refused as above and never answer it. A ``handoff``
+        that fails after the decision was stored raises its own error; the
+        decision stays stored (deciding again is a conflict; the continuation is
+        handed on again by the next decider that tries)."""
         sid = self._sid(session_id)
         async with self._session(sid) as rows:
-            row = waiting_request(sid, rows, decisions)
+            row = waiting_request(sid, rows, decisions, request_seq)
             request = row.message
             assert isinstance(request, ApprovalRequest)
             handoff = self.handoff
@@ -302,8 +314,16 @@ class AgentClient:
             except ApprovalConflictError:
                 if request.durable_agent and handoff is not None:
                     # the winner may have died before handing it on: handing the
-                    # stored decision on again starts nothing when it did not
-                    await handoff.continue_decided(sid, row.seq, request)
+                    # stored decision on again starts nothing when it did not; a
+                    # failure here must not hide the conflict from this decider
+                    try:
+                        await handoff.continue_decided(sid, row.seq, request)
+                    except Exception:
+                        logger.warning(
+                            "session %s: handing the stored decision on failed",
+                            sid,
+                            exc_info=True,
+                        )
                 raise
             if request.durable_agent and handoff is not None:
                 run_id = await handoff.continue_decided(sid, row.seq, request)

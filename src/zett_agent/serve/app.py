@@ -180,9 +180,13 @@ def create_app(
     (:mod:`.elicitations`). Raises ``ValueError`` for a non-loopback ``settings.host`` without a
     token, or ``"*"`` in ``allowed_hosts`` without a token.
 
-    ``handoff``: where the approve route hands the decided calls of a durable
-    run (:class:`zett_agent.durable.runs.DurableRuns` with its session store), so
-    its workers run them; without one such a decision is refused (409).
+    ``handoff``: where decisions (the approve route's, and the AI SDK's answers
+    in ``/api/chat``) hand the decided calls of a durable run
+    (:class:`zett_agent.durable.runs.DurableRuns` with its session store), so its
+    workers run them; without one such a decision is refused (409). The stream of
+    such a decision carries the start, the approval responses and the finish; the
+    continuation's text and tool results are in the session once its run ended
+    (a page shows them on reload: ``GET /api/sessions/{id}``).
     """
     settings = settings or ServeSettings()
     if settings.token is None and not is_loopback(settings.host):
@@ -369,7 +373,7 @@ async def _go_on(
     (``ApprovalConflictError``), nothing waiting any more (``ResumeError``) or a
     decision set that does not fit (``ValueError``) is an HTTP error, not a stream."""
     _claim(state, session_id)
-    events = state.client.approve_stream(session_id, decisions)
+    events = state.client.approve_stream(session_id, decisions, request_seq=place.request_seq)
     try:
         first = await anext(events)
     except BaseException as error:
@@ -567,6 +571,7 @@ class UIStreamResponse(StreamingResponse):
         self._on_close = on_close
         self._settings = settings or ServeSettings()
         self._events = events
+        self._released = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # The run is read here, in the request's own task (where the route may have
@@ -617,20 +622,33 @@ class UIStreamResponse(StreamingResponse):
                                     f"waiting (slow_client_timeout)"
                                 )
                                 logger.warning("cancelling a run: %s", why)
-                                with cancelling("slow_client_timeout", why):
+                                # shielded: a disconnect now must not cut the
+                                # run's own cleanup (the stop it stores) short
+                                with (
+                                    anyio.CancelScope(shield=True),
+                                    cancelling("slow_client_timeout", why),
+                                ):
                                     await chunks.aclose()
                                 outbox.stalled = True
                                 group.cancel_scope.cancel()  # the writer waits on the client
                                 break
                 finally:
                     outbox.close()
+                # the run is over: the session is free while its tail is written
+                # (a client that stops reading now holds no session)
+                self._release()
         finally:
             try:
                 if self._events is not None:
                     with anyio.CancelScope(shield=True):
                         await self._events.aclose()
             finally:
-                self._on_close()
+                self._release()
+
+    def _release(self) -> None:
+        if not self._released:
+            self._released = True
+            self._on_close()
 
 
 class _Outbox:

@@ -40,9 +40,10 @@ from typing import Any
 
 from zett_agent.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from zett_agent.sessions import StoredRow, live_rows
+from zett_agent.sessions.decisions import pending_row
 from zett_agent.stop import StopReason
 from zett_agent.tools import CUT_OFF_ARGUMENTS, is_cut_off
-from zett_agent.tools.approvals import ApprovalDecision, ApprovalRequest, pending_request
+from zett_agent.tools.approvals import ApprovalDecision, ApprovalRequest
 
 from .attachments import ui_parts
 from .stream import (
@@ -100,6 +101,9 @@ class Continuation:
     tool_ids: ToolCallIds
     waiting: tuple[WaitingCall, ...] = ()
     request: ApprovalRequest | None = None
+    request_seq: int | None = None
+    """The stored row of ``request`` (decisions for it name it, so they can never
+    answer a later request that reuses its call ids)."""
 
 
 @dataclass
@@ -250,7 +254,11 @@ def continuation(rows: Sequence[StoredRow], continue_prompt: str) -> Continuatio
     messages, current, previous_seq = _build(rows, continue_prompt)
     if current is None or messages[-1] is not current.message:
         return Continuation(assistant_message_id(previous_seq), ToolCallIds())
-    pending = pending_request([row.message for row in live_rows(rows)])
-    if pending is None or pending is not current.request:
+    row = pending_row(live_rows(rows))
+    pending = None if row is None else row.message
+    if row is None or pending is not current.request:
         return Continuation(current.message_id, current.ids.copy())
-    return Continuation(current.message_id, current.ids.copy(), tuple(current.waiting), pending)
+    assert isinstance(pending, ApprovalRequest)
+    return Continuation(
+        current.message_id, current.ids.copy(), tuple(current.waiting), pending, row.seq
+    )

@@ -28,7 +28,14 @@ from zett_agent.tools.approvals import (
     decision_key,
 )
 
-__all__ = ["Taken", "decided_already", "decision_row", "pending_row", "take_decision"]
+__all__ = [
+    "Taken",
+    "decided_already",
+    "decision_row",
+    "pending_row",
+    "take_decision",
+    "waiting_request",
+]
 
 
 @dataclass(frozen=True)
@@ -101,14 +108,30 @@ def _decided_request(
 
 
 def waiting_request(
-    session_id: str, rows: Sequence[StoredRow], decisions: Mapping[str, Decision]
+    session_id: str,
+    rows: Sequence[StoredRow],
+    decisions: Mapping[str, Decision],
+    request_seq: int | None = None,
 ) -> StoredRow:
     """The row of the request ``decisions`` answer, checked (nothing is stored).
+    ``request_seq``: the row of the request the decider was shown; when another
+    one waits instead (that one was decided and the run asked again, perhaps with
+    the same call ids), the decisions answer nothing that waits.
 
-    Raises :class:`ApprovalConflictError` when those calls were decided already,
-    :class:`~zett_agent.errors.ResumeError` when nothing waits, ``ValueError``
-    when the decisions do not answer exactly the waiting calls."""
+    Raises :class:`ApprovalConflictError` when those calls (or the request of
+    ``request_seq``) were decided already, :class:`~zett_agent.errors.ResumeError`
+    when nothing waits, ``ValueError`` when the decisions do not answer exactly
+    the waiting calls."""
     row = pending_row(rows)
+    if request_seq is not None and (row is None or row.seq != request_seq):
+        seen = next((r for r in rows if r.seq == request_seq), None)
+        decided = decision_row(rows, request_seq) if seen is not None else None
+        if seen is not None and isinstance(seen.message, ApprovalRequest) and decided:
+            assert isinstance(decided.message, ApprovalDecision)
+            raise decided_already(session_id, seen.message, decided.message)
+        raise ResumeError(
+            f"session {session_id!r}: the approval request of row {request_seq} does not wait"
+        )
     if row is None:
         found = _decided_request(session_id, rows, decisions)
         if found is not None:

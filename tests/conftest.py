@@ -1,10 +1,15 @@
 """Shared test set-up: every ``async def`` test runs under anyio (asyncio backend,
 ``anyio_mode = "auto"`` in pyproject.toml);
 ``RECORDINGS`` is the folder of recorded provider traffic copied from
-``../shared/corpus`` (each file's source is in ``tests/recordings/SOURCES.md``)."""
+``../shared/corpus`` (each file's source is in ``tests/recordings/SOURCES.md``).
+After a run that reached ``tests/faults/``, the fault matrix (faults x protocols,
+passed/run) is printed; it lives here, not in ``tests/faults/``, so that it is
+printed under pytest-xdist too (the controller loads only this conftest)."""
 
 from __future__ import annotations
 
+import re
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -25,3 +30,50 @@ def _no_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.endswith(("_API_KEY", "_BASE_URL")) or name in {"OLLAMA_HOST"}:
             monkeypatch.delenv(name, raising=False)
+
+
+# ---------------------------------------------------------------- the fault matrix
+
+_RESULTS: dict[tuple[str, str], list[bool]] = defaultdict(list)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if "tests/faults/" not in report.nodeid.replace("\\", "/"):
+        return
+    if report.when != "call" and not (report.when == "setup" and report.outcome != "passed"):
+        return
+    match = re.search(r"::test_(\w+)\[(.+)\]$", report.nodeid)
+    if match is None:
+        return
+    from faults.wire import WIRES
+
+    protocols = sorted(WIRES, key=len, reverse=True)  # "openai-responses" before "openai"
+    fault, params = match.groups()
+    protocol = next((w for w in protocols if f"-{params}-".find(f"-{w}-") >= 0), None)
+    if protocol is None:  # not parametrized by protocol: not a row of the matrix
+        return
+    rest = f"-{params}-".replace(f"-{protocol}-", "-", 1).strip("-")
+    name = f"{fault}[{rest}]" if rest else fault  # an HTTP status, a keep-alive kind
+    _RESULTS[(name, protocol)].append(report.passed)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not _RESULTS:
+        return
+    protocols = sorted({p for _, p in _RESULTS})
+    faults = sorted({f for f, _ in _RESULTS})
+    write = terminalreporter.write_line
+    write("")
+    write("fault matrix (passed/run per protocol)")
+    width = max(len(f) for f in faults)
+    write(f"{'fault':{width}}  " + "  ".join(f"{p:>17}" for p in protocols))
+    total = passed = 0
+    for fault in faults:
+        cells = []
+        for protocol in protocols:
+            runs = _RESULTS.get((fault, protocol), [])
+            total += len(runs)
+            passed += sum(runs)
+            cells.append(f"{sum(runs)}/{len(runs)}" if runs else "-")
+        write(f"{fault:{width}}  " + "  ".join(f"{c:>17}" for c in cells))
+    write(f"total: {passed}/{total} passed ({len(faults)} faults x {len(protocols)} protocols)")

@@ -213,7 +213,16 @@ async def test_serve_hands_a_durable_runs_decision_to_the_workers(
         assert SENT == []
         done = await anyio.to_thread.run_sync(post, handing)
         assert done.status_code == 200, done.text
-        assert read_chunks(done.text)[-1]["type"] == "finish"
+        chunks = read_chunks(done.text)
+        assert chunks[-1]["type"] == "finish"
+        # what the worker's run stored streams as if it had arrived whole: the
+        # approved call's output, then the answer (a page shows it without a reload)
+        kinds = [c["type"] for c in chunks]
+        [output] = [c for c in chunks if c["type"] == "tool-output-available"]
+        assert output["output"] == "invoice sent to ACME"
+        text = "".join(c["delta"] for c in chunks if c["type"] == "text-delta")
+        assert text == "Billed ACME."
+        assert kinds.index("tool-output-available") < kinds.index("text-delta")
         assert SENT == ["ACME"]  # run by the worker (this process's DBOS), once
         again = await anyio.to_thread.run_sync(post, handing)
         assert again.status_code == 409

@@ -50,7 +50,7 @@ import anyio
 from zett_agent.agent import Agent
 from zett_agent.errors import ConfigError
 from zett_agent.events import AgentEvent, AgentEventDispatcher, AgentEventType, final_message
-from zett_agent.messages import AssistantMessage, Message, UserMessage
+from zett_agent.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
 from zett_agent.output import output_type_of
 from zett_agent.records import is_record
 from zett_agent.sessions import (
@@ -281,8 +281,11 @@ class AgentClient:
         yielded; then approved calls run, denied ones get an error result
         carrying the reason, and the model gets its turn. A request made by a
         durable run is handed to ``handoff`` instead: the events are
-        RUN_STARTED and, once it ended, RUN_COMPLETED of the run a worker
-        continues it in (``event.run_id``; the tools run there, not here).
+        RUN_STARTED of the run a worker continues it in (``event.run_id``; the
+        tools run there, not here) and, once that run ended, what it stored, as
+        events (TOOL_CALL_COMPLETED per result, MODEL_STARTED/MODEL_COMPLETED per
+        answer, MODEL_STOPPED, TOOL_APPROVAL_REQUESTED for a new wait), then
+        RUN_COMPLETED.
 
         Raises, before anything runs: :class:`~zett_agent.approvals.ApprovalConflictError`
         when the calls were decided already (another process or request stored
@@ -310,7 +313,7 @@ class AgentClient:
                     "handoff=DurableRuns(...)"
                 )
             try:
-                await take_decision(self.store, sid, row, decisions)
+                taken = await take_decision(self.store, sid, row, decisions)
             except ApprovalConflictError:
                 if request.durable_agent and handoff is not None:
                     # the winner may have died before handing it on: handing the
@@ -329,7 +332,12 @@ class AgentClient:
                 run_id = await handoff.continue_decided(sid, row.seq, request)
                 yield AgentEvent(AgentEventType.RUN_STARTED, run_id)
                 final = await handoff.result(run_id)
-                waiting = pending_request([r.message for r in await self.store.rows(sid)])
+                stored = live_rows(await self.store.rows(sid))
+                for event in _stored_events(
+                    run_id, [r.message for r in stored if r.seq > taken.decision_seq]
+                ):
+                    yield event
+                waiting = pending_request([r.message for r in stored])
                 yield AgentEvent(
                     AgentEventType.RUN_COMPLETED,
                     run_id,
@@ -422,3 +430,23 @@ class AgentClient:
         finally:
             if not lock.locked() and not lock.statistics().tasks_waiting:
                 self._locks.pop(session_id, None)
+
+
+def _stored_events(run_id: str, messages: list[object]) -> Iterator[AgentEvent]:
+    """The events of what a run stored (a durable continuation a worker ran), in
+    order, so a stream shows its results and answers as if each had arrived
+    whole: no deltas, the same parts."""
+    for message in messages:
+        if isinstance(message, ToolResultMessage):
+            yield AgentEvent(AgentEventType.TOOL_CALL_COMPLETED, run_id, tool_result=message)
+        elif isinstance(message, AssistantMessage):
+            yield AgentEvent(AgentEventType.MODEL_STARTED, run_id)
+            yield AgentEvent(AgentEventType.MODEL_COMPLETED, run_id, message=message)
+            if message.stop is not None and not message.stop.ok:
+                stop = message.stop
+                yield AgentEvent(AgentEventType.MODEL_STOPPED, run_id, stop=stop, message=message)
+        elif isinstance(message, ApprovalRequest):
+            for call in message.calls:
+                yield AgentEvent(
+                    AgentEventType.TOOL_APPROVAL_REQUESTED, run_id, tool_call=call, approval=message
+                )

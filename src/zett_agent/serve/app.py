@@ -184,9 +184,8 @@ def create_app(
     in ``/api/chat``) hand the decided calls of a durable run
     (:class:`zett_agent.durable.runs.DurableRuns` with its session store), so its
     workers run them; without one such a decision is refused (409). The stream of
-    such a decision carries the start, the approval responses and the finish; the
-    continuation's text and tool results are in the session once its run ended
-    (a page shows them on reload: ``GET /api/sessions/{id}``).
+    such a decision waits for the worker's run and carries what it stored, as
+    whole parts (:meth:`AgentClient.approve_stream`).
     """
     settings = settings or ServeSettings()
     if settings.token is None and not is_loopback(settings.host):

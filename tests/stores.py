@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -39,6 +40,23 @@ def postgres_dsn() -> str:
             "postgresql://postgres@127.0.0.1:5432/postgres); .ci/run starts one"
         )
     return dsn
+
+
+@contextmanager
+def fresh_postgres_database(prefix: str = "t") -> Iterator[str]:
+    """A new, empty database on the test server (its DSN), dropped after; skips
+    like :func:`postgres_dsn` without a server."""
+    import psycopg
+
+    base = postgres_dsn()
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    try:
+        yield urlunsplit(urlsplit(base)._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 @asynccontextmanager

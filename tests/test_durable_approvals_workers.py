@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,9 +20,8 @@ import pytest
 
 pytest.importorskip("dbos", reason="durable runs need the 'durable' extra (dbos)")
 
-import psycopg
 
-from stores import postgres_dsn
+from stores import fresh_postgres_database
 from test_durable_crash import chat
 from zett_agent import SessionStore, SQLiteSessionStore, ToolResultMessage
 from zett_agent.approvals import ApprovalDecision
@@ -45,15 +43,8 @@ def sessions(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield str(tmp_path / "sessions.sqlite3")
         return
-    base = postgres_dsn()
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    try:
-        yield base.rsplit("/", 1)[0] + "/" + name
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    with fresh_postgres_database() as dsn:
+        yield dsn
 
 
 def open_store(sessions: str) -> SessionStore:

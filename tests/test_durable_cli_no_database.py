@@ -61,19 +61,14 @@ def test_an_empty_database_file_left_by_an_older_version_is_no_database(tmp_path
 def test_a_postgresql_database_no_worker_used_is_said_too(tmp_path: Path) -> None:
     """A fresh PostgreSQL database: the same line (credentials left out), and DBOS's
     schema is not created by a read."""
-    from urllib.parse import urlsplit, urlunsplit
+    from urllib.parse import urlsplit
 
     import psycopg
 
-    from stores import postgres_dsn
+    from stores import fresh_postgres_database
 
-    dsn = postgres_dsn()
-    name = f"zett_no_runs_{os.getpid()}"
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name}")
-        conn.execute(f"CREATE DATABASE {name}")
-    fresh = urlunsplit(urlsplit(dsn)._replace(path=f"/{name}"))
-    try:
+    with fresh_postgres_database("zett_no_runs") as fresh:
+        dsn, name = fresh, urlsplit(fresh).path[1:]
         done = subprocess.run(
             [sys.executable, "-m", "zett_agent.cli", "runs", "list"],
             env={**os.environ, "ZETT_SESSIONS": fresh, "COLUMNS": "80"},
@@ -81,9 +76,6 @@ def test_a_postgresql_database_no_worker_used_is_said_too(tmp_path: Path) -> Non
         )  # fmt: skip
         with psycopg.connect(fresh) as conn:
             schemas = {row[0] for row in conn.execute("SELECT nspname FROM pg_namespace")}
-    finally:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name}")
     assert done.returncode == 1, done.stderr
     assert done.stderr.count("\n") == 1, done.stderr
     assert f"/{name} (schema dbos): a worker creates it" in done.stderr

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -17,9 +16,8 @@ import pytest
 
 pytest.importorskip("dbos", reason="durable runs need the 'durable' extra (dbos)")
 
-import psycopg
 
-from stores import postgres_dsn
+from stores import fresh_postgres_database
 from test_durable_crash import chat
 from zett_agent.durable.runs import DurableRuns
 from zett_agent.testing import ReplayServer, Reply
@@ -33,15 +31,8 @@ SRC = TESTS.parent / "src"
 @pytest.fixture
 def database() -> Iterator[str]:
     """A fresh PostgreSQL database (sessions and DBOS's tables), dropped after."""
-    base = postgres_dsn()
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    try:
-        yield base.rsplit("/", 1)[0] + "/" + name
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    with fresh_postgres_database() as dsn:
+        yield dsn
 
 
 @pytest.fixture

@@ -553,8 +553,9 @@ class UIStreamResponse(StreamingResponse):
     queue; when the run has waited ``settings.slow_client_timeout`` for room, it is
     cancelled the same way, with ``detail["limit"] == "slow_client_timeout"`` and the
     reason as the stop's message, and the connection is closed. What is queued is
-    sent in one write. ``on_close`` is called once whatever happens (the server
-    frees the session). ``events``: a run's events already started (their first
+    sent in one write. ``on_close`` is called once, as soon as the run has ended
+    (its tail may still be on its way to the client) or the response ends first
+    (the server frees the session). ``events``: a run's events already started (their first
     event was read), closed at the end too, even when ``chunks`` never started.
     """
 

@@ -87,7 +87,7 @@ def floor_factory(spec: dict[str, Any]) -> Callable[[], Awaitable[int]]:
             return raw(data)[0]
 
     if " pool " in spec["client"]:  # the HTTP stack zett's Model uses: httpx over zett's pool
-        from zett_agent.pool import ModelTransport
+        from zett_agent.model import ModelTransport
 
         client = httpx.AsyncClient(timeout=httpx.Timeout(120.0), transport=ModelTransport())
     else:
@@ -162,10 +162,8 @@ def raw_socket_factory(spec: dict[str, Any]) -> Callable[[], Awaitable[int]]:
 
 
 def zett_factory(spec: dict[str, Any]) -> Callable[[], Awaitable[int]]:
-    from zett_agent import Model, create_agent
-    from zett_agent.events import AgentEventType
-    from zett_agent.messages import UserMessage
-    from zett_agent.protocols.base import ModelRequest, ModelResponse, ToolSpec
+    from zett_agent import AgentEventType, Model, UserMessage, create_agent
+    from zett_agent._exchange import ModelRequest, ModelResponse, ToolSpec
 
     model = Model(spec["vendor"], "m", base_url=spec["url"], api_key="bench")
     tool = ToolSpec(TOOL_NAME, TOOL_DESCRIPTION, TOOL_SCHEMA)
@@ -196,11 +194,11 @@ def zett_factory(spec: dict[str, Any]) -> Callable[[], Awaitable[int]]:
 
 def zett_021_factory(spec: dict[str, Any]) -> Callable[[], Awaitable[int]]:
     """zett-agent 0.2.1 from PyPI (its own API: provider adapters, ``AgentClient``)."""
-    from zett_agent.model import ModelEventType, ModelRequest, ToolDefinition
-
     from zett_agent.client import create_agent
     from zett_agent.events import AgentEventType
     from zett_agent.messages import UserMessage
+
+    from zett_agent.model import ModelEventType, ModelRequest, ToolDefinition
     from zett_agent.tools import tool
 
     if spec["protocol"] == "openai-chat":
@@ -400,8 +398,7 @@ async def concurrency(spec: dict[str, Any]) -> dict[str, Any]:
                         latencies.append(time.monotonic_ns() - t)
 
     else:
-        from zett_agent import Model, create_agent
-        from zett_agent.events import AgentEventType
+        from zett_agent import AgentEventType, Model, create_agent
 
         models = [
             Model(spec["vendor"], "m", base_url=url, api_key="bench", client=c) for c in clients

@@ -42,14 +42,13 @@ from zett_agent import (  # noqa: E402
     AgentClient,
     AgentRunConfig,
     Model,
+    ModelRequest,
     SessionStore,
     SQLiteSessionStore,
     ToolCall,
     ToolResultMessage,
 )
-from zett_agent.protocols.base import ModelRequest  # noqa: E402
-from zett_agent.testing import ReplayServer, Reply  # noqa: E402
-from zett_agent.testing.scripted import ScriptedModel, ScriptedTurn, reply  # noqa: E402
+from zett_agent.testing import ReplayServer, Reply, ScriptedModel, ScriptedTurn, reply  # noqa: E402  # noqa: E402
 
 # ---------------------------------------------------------------- the run
 
@@ -155,8 +154,13 @@ async def _timed(runs: int, one: Callable[[int], Any]) -> float:
 
 
 async def overhead(kind: str, runs: int, folder: Path, pg: str | None) -> tuple[float, float]:
-    from zett_agent.durable import DurableAgent, DurableConfig, launch, shutdown
-    from zett_agent.durable.runtime import system_database_next_to
+    from zett_agent.durable import (
+        DurableAgent,
+        DurableConfig,
+        launch,
+        shutdown,
+        system_database_next_to,
+    )
 
     def store() -> SessionStore:
         if kind == "sqlite":
@@ -260,7 +264,7 @@ def stop(processes: list[subprocess.Popen[str]]) -> None:
 
 
 async def throughput(base: str, workers: int, queued: int, folder: Path) -> float:
-    from zett_agent.durable.runs import DurableRuns
+    from zett_agent.durable import DurableRuns
 
     database = Database(base)
     processes: list[subprocess.Popen[str]] = []
@@ -297,7 +301,7 @@ def _wait_line(effects: Path, count: int, timeout: float = 60) -> tuple[str, flo
 
 async def continuation(base: str, folder: Path, takeover: bool) -> float:
     """Seconds from SIGKILL of the worker running the tool to the tool's next start."""
-    from zett_agent.durable.runs import DurableRuns
+    from zett_agent.durable import DurableRuns
 
     database = Database(base)
     effects = folder / f"slow-{uuid.uuid4().hex[:6]}.log"

@@ -11,7 +11,7 @@ start-up is not counted. Every request offers the demo tools (``get_weather``,
   offering tools): the first visible token is the whole answer, when it arrives.
 * after  -- the request streamed (zett's default now): the first visible token is
   the first text delta. When the model chose a tool the server sends an empty
-  stream and zett asks again non-streaming (``zett_agent.local``).
+  stream and zett asks again non-streaming (``zett_agent.model._local``).
 
 Two cases:
 
@@ -32,10 +32,10 @@ import time
 
 import anyio
 
+from zett_agent import UserMessage
+from zett_agent._exchange import ModelRequest, ModelResponse, TextDelta
 from zett_agent.demo_tools import DEMO_TOOLS
-from zett_agent.local import LocalLlamaModel
-from zett_agent.messages import UserMessage
-from zett_agent.protocols.base import ModelRequest, ModelResponse, TextDelta
+from zett_agent.model import LocalLlamaModel
 from zett_agent.tools import as_tool
 
 PROMPT = "Tell me about Paris"

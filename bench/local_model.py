@@ -28,10 +28,9 @@ import anyio
 import httpx
 from httpx_sse import aconnect_sse
 
-from zett_agent import AgentEventType, AgentRunConfig, Model, create_agent
-from zett_agent.local import LocalLlamaModel
-from zett_agent.messages import UserMessage
-from zett_agent.protocols.base import ModelRequest, TextDelta
+from zett_agent import AgentEventType, AgentRunConfig, Model, UserMessage, create_agent
+from zett_agent._exchange import ModelRequest, TextDelta
+from zett_agent.model import LocalLlamaModel
 
 PROMPT = "Write a long story about a lighthouse keeper."
 

@@ -13,7 +13,7 @@ Anthropic, OpenAI Chat and Gemini. Printed: the median per-round ratio of
 ``zett model`` (``Model.stream()``) to the floor, and of ``zett agent``
 (``agent.stream()``, two requests and a tool) to the two-request floor. The floor is
 the hand-split SSE + ``raw_decode`` floor over the HTTP stack zett's Model uses
-(``floor pool bytes raw_decode``: httpx over ``zett_agent.pool``); ``--floor`` picks
+(``floor pool bytes raw_decode``: httpx over ``zett_agent.model._pool``); ``--floor`` picks
 another (``floor bytes raw_decode``: httpx's own pool, for a tree without pool.py).
 Targets: 1.05 (model) and 1.15 (agent).
 """

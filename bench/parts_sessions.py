@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from zett_agent import AssistantMessage, ImagePart, SQLiteSessionStore, UserMessage
-from zett_agent.records import SessionEntry
-from zett_agent.sessions.base import encode_message
+from zett_agent._records import SessionEntry
+from zett_agent.sessions._base import encode_message
 
 
 class InlineStore(SQLiteSessionStore):

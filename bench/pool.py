@@ -22,7 +22,7 @@ note when its package is absent):
 ``httpx``              httpx's default transport (httpcore's pool)
 ``httpx-aiohttp``      ``httpx_aiohttp.AiohttpTransport`` 0.2.0 as published
 ``zett aiohttp``       zett's own transport over aiohttp's connector
-                       (:mod:`zett_agent.pool`: the three fixes)
+                       (:mod:`zett_agent.model._pool`: the three fixes)
 ``httpcore2``          httpx with the pool of pydantic's httpcore fork (httpcore2)
 ``httpx per-host x10`` ten httpcore pools per host, each request on the least busy
 =====================  ===========================================================
@@ -200,8 +200,7 @@ def make_client(name: str, streams: int) -> Any:
 
         return httpx.AsyncClient(transport=AiohttpTransport(limits=limits), timeout=timeout)
     if name == "zett aiohttp":
-        from zett_agent.models import shared_ssl_context
-        from zett_agent.pool import ModelTransport
+        from zett_agent.model import ModelTransport, shared_ssl_context
 
         transport = ModelTransport(limits=limits, ssl_context=shared_ssl_context())
         return httpx.AsyncClient(transport=transport, timeout=timeout)
@@ -223,8 +222,8 @@ def available(name: str) -> str | None:
     }.get(name)
     if need and importlib.util.find_spec(need) is None:
         return f"{name}: package {need} not installed (bench/requirements.txt)"
-    if name == "zett aiohttp" and importlib.util.find_spec("zett_agent.pool") is None:
-        return f"{name}: zett_agent.pool not in this tree"
+    if name == "zett aiohttp" and importlib.util.find_spec("zett_agent.model._pool") is None:
+        return f"{name}: zett_agent.model._pool not in this tree"
     return None
 
 
@@ -234,9 +233,8 @@ def available(name: str) -> str | None:
 async def client_run(name: str, url: str, streams: int) -> dict[str, Any]:
     import importlib.util
 
-    from zett_agent.messages import UserMessage
-    from zett_agent.models import Model
-    from zett_agent.protocols.base import ModelRequest, ModelResponse
+    from zett_agent import ModelRequest, ModelResponse, UserMessage
+    from zett_agent.model import Model
 
     if importlib.util.find_spec("aiohttp") is not None:
         import aiohttp  # noqa: F401  (imported before timing, for every candidate alike)

@@ -57,11 +57,14 @@ def _zett_floor() -> str:
     """The floor that frames SSE as zett's transport does and reads bytes through
     the same HTTP stack as zett's Model: httpx-sse's line iterator while the
     transport uses it, else the hand split of raw bytes; over zett's own pool
-    (httpx's API over aiohttp's connector, ``zett_agent/pool.py``) once Model uses it."""
-    uses_httpx_sse = "httpx_sse" in (SRC / "zett_agent" / "transport.py").read_text()
-    if uses_httpx_sse:
+    (httpx's API over aiohttp's connector, ``zett_agent/model/_pool.py``) once Model uses it."""
+    package = SRC / "zett_agent"
+    transport = next(
+        p for p in (package / "model" / "_transport.py", package / "transport.py") if p.exists()
+    )
+    if "httpx_sse" in transport.read_text():
         return "floor raw_decode"
-    if (SRC / "zett_agent" / "pool.py").exists():
+    if (package / "model" / "_pool.py").exists() or (package / "pool.py").exists():
         return "floor pool bytes raw_decode"
     return "floor bytes raw_decode"
 
@@ -172,9 +175,9 @@ def floor_requests(protocol: str, two: bool) -> list[list[Any]]:
     """The HTTP requests zett sends for one run, as ``[path, body, params]``: the
     first request; with ``two``, also the second one, which carries the tool result
     (the agent rows make both)."""
-    from zett_agent.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+    from zett_agent import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+    from zett_agent._exchange import ModelRequest, ToolSpec
     from zett_agent.protocols import get_protocol
-    from zett_agent.protocols.base import ModelRequest, ToolSpec
     from zett_agent.vendors import get_vendor
 
     wire, vendor = get_protocol(protocol), get_vendor(VENDOR[protocol])

@@ -54,9 +54,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
 
 from serve_support import chat_body, read_chunks, scenario_reply  # noqa: E402
-from zett_agent.client import AgentClient  # noqa: E402
-from zett_agent.events import AgentEventType  # noqa: E402
-from zett_agent.testing.replay import RecordedRequest  # noqa: E402
+from zett_agent import AgentClient, AgentEventType  # noqa: E402
+from zett_agent.testing import RecordedRequest  # noqa: E402
 
 SCENARIOS: dict[str, tuple[str | None, str]] = {
     # prompt: (data-stop reason or None, finishReason)
@@ -104,9 +103,9 @@ def model_client(pool: str, connections: int) -> httpx.AsyncClient | None:
 
 def agent_for(replay_url: str, pool: str, connections: int) -> Any:
     """The agent of ``tests/serve_support.make_agent`` with a pool sized for the load."""
-    from zett_agent.agent import Agent, AgentRunConfig
+    from zett_agent import Agent, AgentRunConfig
     from zett_agent.demo_tools import get_time, get_weather
-    from zett_agent.models import Model
+    from zett_agent.model import Model
 
     model = Model(
         "openai",

@@ -29,9 +29,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
 
 from zett_agent import Agent, AgentRunConfig, InMemorySessionStore, SQLiteSessionStore, ToolCall  # noqa: E402
-from zett_agent.events import final_message  # noqa: E402
-from zett_agent.sessions import SessionStore  # noqa: E402
-from zett_agent.sessions.journal import SessionJournal  # noqa: E402
+from zett_agent._events import final_message  # noqa: E402
+from zett_agent.sessions import SessionJournal, SessionStore  # noqa: E402
 from zett_agent.testing import ScriptedModel, reply  # noqa: E402
 
 

@@ -17,7 +17,7 @@ import os
 import time
 from pathlib import Path
 
-from zett_agent import Agent, AgentRunConfig, ToolCall, ToolResultMessage
+from zett_agent import Agent, AgentRunConfig, ModelRequest, ToolCall, ToolResultMessage
 from zett_agent.durable import (
     DurableAgent,
     DurableConfig,
@@ -26,8 +26,7 @@ from zett_agent.durable import (
     shutdown,
     system_database_next_to,
 )
-from zett_agent.protocols.base import ModelRequest
-from zett_agent.testing.scripted import ScriptedModel, ScriptedTurn, reply
+from zett_agent.testing import ScriptedModel, ScriptedTurn, reply
 
 FOLDER = Path("durable-demo")
 

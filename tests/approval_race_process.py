@@ -16,8 +16,7 @@ import sys
 
 import anyio
 
-from zett_agent import AgentClient, ApprovalConflictError, SessionStore, SQLiteSessionStore
-from zett_agent.agent import Agent
+from zett_agent import Agent, AgentClient, ApprovalConflictError, SessionStore, SQLiteSessionStore
 from zett_agent.approvals import approve, requires_approval
 from zett_agent.testing import ScriptedModel, reply
 

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from zett_agent import Agent, AgentRunConfig, Message, Model, SQLiteSessionStore
+from zett_agent._messages import message_to_dict
 from zett_agent.durable import (
     DurableAgent,
     DurableConfig,
@@ -31,7 +32,6 @@ from zett_agent.durable import (
     shutdown,
     system_database_next_to,
 )
-from zett_agent.messages import message_to_dict
 
 SECRET = "sk-durable-test-SECRET-0123456789"
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from zett_agent.messages import UserMessage
-from zett_agent.models import Model
-from zett_agent.protocols.base import Decoder, ModelRequest, ModelResponse
-from zett_agent.protocols.framing import SSEFramer
-from zett_agent.testing.replay import ReplayServer, Reply
+from zett_agent import ModelRequest, ModelResponse, UserMessage
+from zett_agent.model import Model
+from zett_agent.protocols._base import Decoder
+from zett_agent.protocols._framing import SSEFramer
+from zett_agent.testing import ReplayServer, Reply
 from zett_agent.vendors import Vendor
 
 

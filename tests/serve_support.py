@@ -35,11 +35,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from zett_agent.agent import Agent, AgentRunConfig
+from zett_agent import Agent, AgentRunConfig
 from zett_agent.demo_tools import get_time, get_weather
-from zett_agent.models import Model
-from zett_agent.testing import Reply
-from zett_agent.testing.replay import RecordedRequest
+from zett_agent.model import Model
+from zett_agent.testing import RecordedRequest, Reply
 
 RECORDINGS = Path(__file__).parent / "recordings"
 FINAL_WEATHER = "It is light rain in Paris, 14 °C."

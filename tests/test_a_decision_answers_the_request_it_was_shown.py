@@ -8,13 +8,13 @@ from __future__ import annotations
 import pytest
 
 from zett_agent import (
+    Agent,
     AgentClient,
     ApprovalConflictError,
     InMemorySessionStore,
     ToolCall,
     ToolResultMessage,
 )
-from zett_agent.agent import Agent
 from zett_agent.approvals import ApprovalRequest, Decision, requires_approval
 from zett_agent.errors import ResumeError
 from zett_agent.testing import ScriptedModel, reply

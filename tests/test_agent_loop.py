@@ -22,6 +22,8 @@ from zett_agent import (
     AgentStopError,
     AssistantMessage,
     Extension,
+    ModelRequest,
+    ModelResponse,
     ProviderHTTPError,
     StopInfo,
     StopReason,
@@ -30,10 +32,9 @@ from zett_agent import (
     UserMessage,
     create_agent,
 )
-from zett_agent.extensions.refusal_replay import RefusalReplay, RefusalReplayExtension
-from zett_agent.history import NOT_RUN
-from zett_agent.protocols.base import ModelRequest, ModelResponse
+from zett_agent.extensions import RefusalReplay, RefusalReplayExtension
 from zett_agent.testing import ScriptedModel, reply
+from zett_agent.tools import NOT_RUN
 
 E = AgentEventType
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,6 +19,7 @@ import pytest
 
 from stores import postgres_dsn
 from zett_agent import (
+    Agent,
     AgentClient,
     ApprovalConflictError,
     AssistantMessage,
@@ -28,7 +29,6 @@ from zett_agent import (
     ToolCall,
     UserMessage,
 )
-from zett_agent.agent import Agent
 from zett_agent.approvals import ApprovalDecision, ApprovalRequest, approve, requires_approval
 from zett_agent.testing import ScriptedModel, reply
 

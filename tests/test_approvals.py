@@ -37,7 +37,7 @@ from zett_agent.approvals import (
 )
 from zett_agent.errors import ResumeError, SessionStoreError
 from zett_agent.sessions import SCHEMA_VERSION
-from zett_agent.sessions.base import decode_row
+from zett_agent.sessions._base import decode_row
 from zett_agent.testing import ReplayServer
 
 E = AgentEventType

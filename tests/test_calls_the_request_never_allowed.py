@@ -36,8 +36,14 @@ from handwritten_wire import (
     r_response,
     r_terminal,
 )
-from zett_agent import AgentEventType, AgentRunConfig, AssistantMessage, Model, create_agent
-from zett_agent.messages import ToolResultMessage
+from zett_agent import (
+    AgentEventType,
+    AgentRunConfig,
+    AssistantMessage,
+    Model,
+    ToolResultMessage,
+    create_agent,
+)
 from zett_agent.testing import ReplayServer, Reply
 from zett_agent.tools import NOT_OFFERED_TOOL_CALLS
 from zett_agent.vendors import VENDORS

@@ -15,8 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from zett_agent.cli import EXIT_CODES, app
-from zett_agent.cli.inspect import detect_format
-from zett_agent.testing.replay import ReplayServer, Reply
+from zett_agent.cli._inspect import detect_format
+from zett_agent.testing import ReplayServer, Reply
 
 RECORDINGS = Path(__file__).parent / "recordings"
 
@@ -29,7 +29,7 @@ def inspect_json(*args: str) -> tuple[int, dict[str, Any]]:
     result = runner.invoke(app, ["inspect", "--json", *args])
     record = json.loads(result.stdout)
     if "reason" in record:
-        from zett_agent.cli.output import exit_code_for
+        from zett_agent.cli._output import exit_code_for
         from zett_agent.stop import StopInfo, StopReason
 
         assert result.exit_code == exit_code_for(StopInfo(StopReason(record["reason"])))
@@ -375,7 +375,7 @@ def test_run_local_model_max_output_exit_4() -> None:
 
 
 def test_exit_code_table() -> None:
-    from zett_agent.cli.run import exit_code_for
+    from zett_agent.cli._run import exit_code_for
     from zett_agent.stop import StopInfo, StopReason
 
     assert exit_code_for(None) == 0

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from zett_agent.cli import EXIT_CODES
-from zett_agent.testing.replay import ReplayServer, Reply
+from zett_agent.testing import ReplayServer, Reply
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
 PDF = b"%PDF-1.7\n" + b"%" * 100

@@ -26,9 +26,9 @@ from test_cli import (
     zett,
 )
 from zett_agent import ContextOverflowError, ProviderHTTPError, StopInfo, StopReason
+from zett_agent._recovery import is_context_overflow
 from zett_agent.cli import app
-from zett_agent.recovery import is_context_overflow
-from zett_agent.testing.replay import ReplayServer, Reply
+from zett_agent.testing import ReplayServer, Reply
 
 # ---------------------------------------------------------------- 1. context overflow
 
@@ -224,7 +224,7 @@ def test_errors_name_what_to_fix() -> None:
 
 
 def test_vertex_url_is_filled_from_the_project_variables(monkeypatch: pytest.MonkeyPatch) -> None:
-    from zett_agent.models import Model
+    from zett_agent.model import Model
 
     monkeypatch.setenv("VERTEX_ACCESS_TOKEN", "t")
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "p1")
@@ -414,7 +414,8 @@ def test_help_imports_no_runtime() -> None:
         "try:\n    app()\nexcept SystemExit:\n    pass\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
         "('httpx', 'httpx_sse', 'pydantic', 'anyio') or m.startswith("
-        "('zett_agent.agent', 'zett_agent.models', 'zett_agent.protocols', 'zett_agent.events')))\n"
+        "('zett_agent._agent', 'zett_agent.model._model', 'zett_agent.protocols',"
+        " 'zett_agent._events')))\n"
         "print('HEAVY', heavy, file=sys.stderr)\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)

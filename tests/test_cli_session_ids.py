@@ -12,8 +12,8 @@ from pathlib import Path
 
 from test_approvals_cli import weather_call
 from test_cli import EXIT_CODES, openai_env, text_reply, zett
-from zett_agent.cli.session_ids import unique_prefixes
-from zett_agent.testing.replay import ReplayServer
+from zett_agent.cli._session_ids import unique_prefixes
+from zett_agent.testing import ReplayServer
 
 RUN = ("run", "-m", "openai:gpt-x", "--tools", "none")
 

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from test_cli import EXIT_CODES, openai_env, text_reply, tool_call_reply, zett
-from zett_agent.testing.replay import ReplayServer, Reply
+from zett_agent.testing import ReplayServer, Reply
 
 
 def _session_id(stderr: str) -> str:
@@ -62,7 +62,7 @@ def test_show_prints_each_stop_as_describe_words_it(tmp_path: Path) -> None:
     assert any(line.strip().startswith("↳ get_weather: Paris") for line in lines)
     stop_lines = [line.strip() for line in lines if "⚠ stopped:" in line]
     assert len(stop_lines) == 1
-    from zett_agent.messages import AssistantMessage
+    from zett_agent import AssistantMessage
     from zett_agent.sessions import SQLiteSessionStore
 
     async def last_stop() -> str:

@@ -26,15 +26,15 @@ from zett_agent import (
     UserMessage,
     part_from_file,
 )
-from zett_agent.errors import ConfigError
-from zett_agent.messages import message_from_dict, message_to_dict
-from zett_agent.parts import (
+from zett_agent._messages import message_from_dict, message_to_dict
+from zett_agent._parts import (
     BLOB_THRESHOLD,
     part_from_data_url,
     part_from_dict,
     part_to_dict,
     sniff_media_type,
 )
+from zett_agent.errors import ConfigError
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
 PDF = b"%PDF-1.4\n" + b"x" * 100

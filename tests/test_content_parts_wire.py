@@ -26,17 +26,18 @@ from zett_agent import (
     ConfigError,
     DocumentPart,
     ImagePart,
+    MediaPart,
     Model,
+    ModelRequest,
     StopReason,
     TextPart,
     Tool,
+    ToolCall,
+    ToolResultMessage,
     UserMessage,
     create_agent,
 )
-from zett_agent.messages import ToolCall, ToolResultMessage
-from zett_agent.parts import MediaPart
 from zett_agent.protocols import get_protocol
-from zett_agent.protocols.base import ModelRequest
 from zett_agent.testing import ReplayServer, Reply
 from zett_agent.tools import as_tool
 from zett_agent.vendors import PROTOCOL_MEDIA, VENDORS, MediaInput, Vendor

@@ -63,9 +63,8 @@ from handwritten_wire import (
     r_text,
     sent_results,
 )  # fmt: skip
-from zett_agent import AgentRunConfig, Model, StopReason, create_agent
-from zett_agent.messages import UserMessage
-from zett_agent.protocols.base import ModelRequest, apply_output_limit
+from zett_agent import AgentRunConfig, Model, ModelRequest, StopReason, UserMessage, create_agent
+from zett_agent.protocols._builder import apply_output_limit
 from zett_agent.testing import ReplayServer, Reply
 from zett_agent.tools import CUT_OFF_ARGUMENTS
 from zett_agent.vendors import VENDORS

@@ -13,10 +13,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from zett_agent import AssistantMessage, ModelRequest, ToolCall, ToolResultMessage, UserMessage
 from zett_agent.errors import ProviderHTTPError, ZettError
-from zett_agent.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from zett_agent.protocols import get_protocol
-from zett_agent.protocols.base import ModelRequest
 from zett_agent.stop import StopReason
 from zett_agent.vendors import HTTPRefusal, Vendor, get_vendor
 

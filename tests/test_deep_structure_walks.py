@@ -34,10 +34,8 @@ from handwritten_wire import (
     r_terminal,
     r_text,
 )
-from zett_agent import AgentClient, Model, StopReason, create_agent
-from zett_agent.cli.inspect import response_record
-from zett_agent.errors import ProviderHTTPError
-from zett_agent.messages import (
+from zett_agent import AgentClient, Model, ModelRequest, ModelResponse, StopReason, create_agent
+from zett_agent._messages import (
     MAX_JSON_DEPTH,
     AssistantMessage,
     ToolCall,
@@ -46,13 +44,14 @@ from zett_agent.messages import (
     message_from_dict,
     message_to_dict,
 )
+from zett_agent._telemetry import Telemetry
+from zett_agent.cli._inspect import response_record
+from zett_agent.errors import ProviderHTTPError
+from zett_agent.model._redact import REDACTED, Redactor
 from zett_agent.protocols import get_protocol
-from zett_agent.protocols.base import ModelRequest, ModelResponse
-from zett_agent.redact import REDACTED, Redactor
-from zett_agent.serve.stream import sse, stop_data
+from zett_agent.serve import sse, stop_data
 from zett_agent.sessions import SQLiteSessionStore
 from zett_agent.stop import StopInfo
-from zett_agent.telemetry import Telemetry
 from zett_agent.testing import ReplayServer, Reply
 from zett_agent.vendors import get_vendor
 
@@ -144,7 +143,7 @@ async def test_storage_of_a_deep_record_and_detail(depth: int) -> None:
 
 @depths
 def test_durable_checkpoints_of_a_deep_answer_and_a_deep_error(depth: int) -> None:
-    from zett_agent.durable.checkpoints import (
+    from zett_agent.durable._checkpoints import (
         decode_model_call,
         encode_model_error,
         encode_model_response,
@@ -237,7 +236,7 @@ def test_inspect_record_and_serve_chunk_of_a_deep_stop(depth: int) -> None:
 
 @depths
 def test_mcp_schema_sanitizing_at_any_depth(depth: int) -> None:
-    from zett_agent.mcp.schema import MAX_DEPTH, sanitize_schema
+    from zett_agent.mcp._schema import MAX_DEPTH, sanitize_schema
 
     nested: dict[str, Any] = {"type": "string"}
     for _ in range(depth):

@@ -21,6 +21,7 @@ from zett_agent import (
     AgentRunConfig,
     AssistantMessage,
     Message,
+    ModelResponse,
     ProviderError,
     StopInfo,
     StopReason,
@@ -30,15 +31,14 @@ from zett_agent import (
     UserMessage,
 )
 from zett_agent.durable import TOOL_INTERRUPTED, DurableAgent, DurableConfig, launch, shutdown
-from zett_agent.durable.checkpoints import (
+from zett_agent.durable._checkpoints import (
     decode_model_call,
     encode_model_error,
     encode_model_response,
 )
 from zett_agent.errors import ConfigError, StreamError
 from zett_agent.extensions import Extension, RetryRequest
-from zett_agent.protocols.base import ModelResponse
-from zett_agent.testing.scripted import ScriptedModel, reply
+from zett_agent.testing import ScriptedModel, reply
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -219,7 +219,7 @@ class Block(importlib.abc.MetaPathFinder):
         if name.split(".")[0] in {"dbos", "psycopg", "sqlalchemy"}:
             raise ImportError("blocked: " + name)
 sys.meta_path.insert(0, Block())
-import zett_agent, zett_agent.client, zett_agent.cli, zett_agent.sessions
+import zett_agent, zett_agent._client, zett_agent.cli, zett_agent.sessions
 loaded = [m for m in sys.modules if m.startswith(("zett_agent.durable", "dbos"))]
 assert not loaded, loaded
 try:
@@ -239,7 +239,7 @@ except ImportError as error:
 
 
 def test_tool_result_messages_survive_the_tool_checkpoint() -> None:
-    from zett_agent.durable.checkpoints import decode_tool_result, encode_tool_result
+    from zett_agent.durable._checkpoints import decode_tool_result, encode_tool_result
 
     result = ToolResultMessage("c1", "weather", '{"deep": ["x"]}', is_error=True)
     assert decode_tool_result(encode_tool_result(result)) == result
@@ -301,7 +301,7 @@ async def test_launching_twice_is_a_clear_error(dbos_sqlite: Path) -> None:
 
 
 async def test_a_submitted_run_is_taken_from_the_queue_by_this_process(dbos_sqlite: Path) -> None:
-    from zett_agent.durable.agent import final_of
+    from zett_agent.durable._agent import final_of
 
     model = ScriptedModel(reply("Queued and done."))
     async with DurableAgent(Agent(model), dbos_sqlite / "s.sqlite3", name="queued") as durable:

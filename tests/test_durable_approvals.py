@@ -28,10 +28,16 @@ from zett_agent import (
     ToolResultMessage,
 )
 from zett_agent.approvals import ApprovalDecision, ApprovalRequest, approve, deny, requires_approval
-from zett_agent.durable import DurableAgent, DurableConfig, decided_run_id, launch, shutdown
-from zett_agent.durable.runs import DurableRuns
-from zett_agent.durable.runtime import APPROVAL_EVENT
-from zett_agent.testing.scripted import ScriptedModel, reply
+from zett_agent.durable import (
+    DurableAgent,
+    DurableConfig,
+    DurableRuns,
+    decided_run_id,
+    launch,
+    shutdown,
+)
+from zett_agent.durable._runtime import APPROVAL_EVENT
+from zett_agent.testing import ScriptedModel, reply
 
 pytestmark = pytest.mark.timeout(60)
 

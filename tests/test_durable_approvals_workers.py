@@ -25,8 +25,8 @@ from stores import fresh_postgres_database
 from test_durable_crash import chat
 from zett_agent import SessionStore, SQLiteSessionStore, ToolResultMessage
 from zett_agent.approvals import ApprovalDecision
-from zett_agent.durable.runs import DurableRuns
-from zett_agent.durable.runtime import system_database_for
+from zett_agent.durable import DurableRuns
+from zett_agent.durable._runtime import system_database_for
 from zett_agent.testing import ReplayServer
 from zett_agent.tools import OUTCOME_UNKNOWN
 

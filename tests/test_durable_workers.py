@@ -19,7 +19,7 @@ pytest.importorskip("dbos", reason="durable runs need the 'durable' extra (dbos)
 
 from stores import fresh_postgres_database
 from test_durable_crash import chat
-from zett_agent.durable.runs import DurableRuns
+from zett_agent.durable import DurableRuns
 from zett_agent.testing import ReplayServer, Reply
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.timeout(180)]

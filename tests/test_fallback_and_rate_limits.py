@@ -24,13 +24,13 @@ from zett_agent import (
     CircuitBreaker,
     FallbackModel,
     Model,
+    ModelRequest,
     ProviderHTTPError,
     RateLimitError,
     StopReason,
+    UserMessage,
     create_agent,
 )
-from zett_agent.messages import UserMessage
-from zett_agent.protocols.base import ModelRequest
 from zett_agent.testing import ReplayServer, Reply
 
 TEXTS = ["Hello ", "there."]

@@ -1,4 +1,4 @@
-"""The bounded, sans-IO framers (zett_agent.protocols.framing): the same events as
+"""The bounded, sans-IO framers (zett_agent.protocols._framing): the same events as
 httpx-sse on every recording and any chunk split, lines bounded, inflation in pieces."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from httpx_sse import EventSource
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zett_agent.protocols.framing import (
+from zett_agent.protocols._framing import (
     PIECE,
     FrameTooLargeError,
     Inflater,

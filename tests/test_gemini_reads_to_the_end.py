@@ -19,11 +19,18 @@ from typing import Any
 import pytest
 
 from handwritten_wire import g
-from zett_agent import AgentEventType, AssistantMessage, Model, StopReason, create_agent
+from zett_agent import (
+    AgentEventType,
+    AssistantMessage,
+    Model,
+    ModelRequest,
+    ModelResponse,
+    StopReason,
+    UserMessage,
+    create_agent,
+)
 from zett_agent.cli import app
 from zett_agent.errors import StreamError
-from zett_agent.messages import UserMessage
-from zett_agent.protocols.base import ModelRequest, ModelResponse
 from zett_agent.testing import ReplayServer, Reply
 
 CASE = Path(__file__).parent / "cases" / "wire-2" / "gemini_stream_leading_empty_stop.sse"

@@ -6,7 +6,7 @@ subprocess (``tests/hostile/client.py``), which measures its own peak RSS above 
 RSS before the call and runs a heartbeat coroutine beside the call. The inputs are
 written at test time by ``tests/hostile/bodies.py`` (the kinds and sizes of
 ``make.py``): 8 MB inputs and 64 MB bombs here, 300 MB and 1 GiB in the slow set
-(``-m slow``), where the defaults of :class:`~zett_agent.limits.ReadLimits` apply.
+(``-m slow``), where the defaults of :class:`~zett_agent.model._limits.ReadLimits` apply.
 """
 
 from __future__ import annotations

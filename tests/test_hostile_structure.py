@@ -20,8 +20,7 @@ from hypothesis import strategies as st
 from deep_json import anthropic_deep_tool_input, openai_deep_json_event
 from stores import STORE_KINDS, open_store
 from zett_agent import AgentClient, Model, StopReason, create_agent
-from zett_agent.errors import ZettError
-from zett_agent.messages import (
+from zett_agent._messages import (
     MAX_JSON_DEPTH,
     TOO_DEEP,
     AssistantMessage,
@@ -31,6 +30,7 @@ from zett_agent.messages import (
     message_from_dict,
     message_to_dict,
 )
+from zett_agent.errors import ZettError
 from zett_agent.protocols import get_protocol
 from zett_agent.sessions import SQLiteSessionStore
 from zett_agent.stop import StopInfo
@@ -264,7 +264,7 @@ async def test_deep_arguments_under_any_stop_and_with_the_convergence_guard(
 ) -> None:
     """The cut-off check (MAX_OUTPUT) and the convergence guard parse arguments
     too; neither lets RecursionError out."""
-    from zett_agent.extensions.convergence import ConvergenceGuard
+    from zett_agent.extensions import ConvergenceGuard
     from zett_agent.testing import ScriptedModel, reply
 
     deep = ToolCall("c1", "archive", DEEP_ARGUMENTS)

@@ -10,12 +10,10 @@ import pickle
 
 import pytest
 
-from zett_agent import AgentEvent, AgentEventType, create_agent
-from zett_agent.events import DeltaEvents
-from zett_agent.messages import ToolCall
-from zett_agent.protocols.base import ReasoningDelta, TextDelta, ToolCallDelta
-from zett_agent.testing import ScriptedModel
-from zett_agent.testing.scripted import reply
+from zett_agent import AgentEvent, AgentEventType, ToolCall, create_agent
+from zett_agent._events import DeltaEvents
+from zett_agent.model import ReasoningDelta, TextDelta, ToolCallDelta
+from zett_agent.testing import ScriptedModel, reply
 
 _E = AgentEventType
 

@@ -20,10 +20,8 @@ from pathlib import Path
 import openai
 import pytest
 
-from zett_agent import Model, StopReason
+from zett_agent import Model, ModelRequest, StopReason, UserMessage
 from zett_agent.errors import ProviderHTTPError
-from zett_agent.messages import UserMessage
-from zett_agent.protocols.base import ModelRequest
 from zett_agent.testing import ReplayServer, Reply
 
 RECORDINGS = Path(__file__).parent / "recordings"

@@ -36,10 +36,10 @@ from zett_agent import (
     create_agent,
     resolve_model,
 )
+from zett_agent._exchange import ModelRequest, ModelResponse, ToolSpec
 from zett_agent.demo_tools import get_weather
-from zett_agent.local import LocalLlamaModel, find_default_gguf
-from zett_agent.protocols.base import ModelRequest, ModelResponse, ToolSpec
-from zett_agent.testing.replay import ReplayServer, Reply
+from zett_agent.model._local import LocalLlamaModel, find_default_gguf
+from zett_agent.testing import ReplayServer, Reply
 from zett_agent.tools import CUT_OFF_ARGUMENTS, as_tool
 
 RECORDINGS = Path(__file__).parent / "recordings"

@@ -13,10 +13,10 @@ import anyio
 import pytest
 
 from zett_agent import UserMessage
+from zett_agent._exchange import ModelRequest, ToolSpec
 from zett_agent.demo_tools import get_weather
-from zett_agent.local import LocalLlamaModel
-from zett_agent.protocols.base import ModelRequest, ToolSpec
-from zett_agent.testing.replay import ReplayServer, Reply
+from zett_agent.model import LocalLlamaModel
+from zett_agent.testing import ReplayServer, Reply
 from zett_agent.tools import as_tool
 
 WEATHER: ToolSpec = as_tool(get_weather).spec
@@ -134,7 +134,7 @@ async def test_the_server_binds_a_port_itself_and_zett_reads_it(
     llama_cpp.server prefers to --port) is not passed on."""
     import httpx
 
-    monkeypatch.setattr("zett_agent.local._check_server_installed", lambda: None)
+    monkeypatch.setattr("zett_agent.model._local._check_server_installed", lambda: None)
     monkeypatch.setenv("PORT", "1")
     gguf = tmp_path / "stand-in.gguf"
     gguf.write_bytes(b"")
@@ -196,7 +196,7 @@ ORPHAN_PARENT = textwrap.dedent(
     # Starts the stand-in server through LocalLlamaModel, says its pid, and waits to
     # be killed with SIGKILL (no cleanup of its own can run).
     import sys, time, anyio
-    import zett_agent.local as local
+    import zett_agent.model._local as local
 
     local._check_server_installed = lambda: None
 

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from zett_agent import create_agent
-from zett_agent.models import Model, shared_ssl_context
-from zett_agent.pool import ModelTransport
+from zett_agent.model import Model, ModelTransport, shared_ssl_context
 from zett_agent.testing import ReplayServer, Reply
 
 SRC = str(Path(__file__).parent.parent / "src")
@@ -20,7 +19,7 @@ SRC = str(Path(__file__).parent.parent / "src")
 
 def _pool(model: Model) -> ModelTransport:
     transport = model._client._transport
-    assert isinstance(transport, ModelTransport)  # the model's own pool (zett_agent.pool)
+    assert isinstance(transport, ModelTransport)  # the model's own pool (zett_agent.model._pool)
     return transport
 
 

@@ -1,4 +1,4 @@
-"""Authorizing zett at MCP servers (``zett_agent.mcp.auth``): tokens stored only
+"""Authorizing zett at MCP servers (``zett_agent.mcp._auth``): tokens stored only
 for their owner, a host's token provider asked again after a 401, tokens kept out
 of results and errors, a 401/403 nothing resolves is ``MCPAuthorizationError``,
 the CLI's redirect callback. The OAuth flows themselves (PKCE, discovery,
@@ -29,7 +29,7 @@ async def test_the_file_storage_is_readable_only_by_its_owner(
     need_mcp()
     from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
-    from zett_agent.mcp.auth import FileTokenStorage
+    from zett_agent.mcp import FileTokenStorage
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     storage = FileTokenStorage(server_url="https://example.com/mcp")
@@ -52,8 +52,7 @@ async def test_the_file_storage_is_readable_only_by_its_owner(
 
 async def test_a_token_provider_is_asked_again_after_a_401_and_its_token_is_redacted() -> None:
     need_mcp()
-    from zett_agent.mcp import MCPServer, MCPTools
-    from zett_agent.mcp.auth import bearer
+    from zett_agent.mcp import MCPServer, MCPTools, bearer
 
     asked: list[int] = []
 
@@ -72,8 +71,7 @@ async def test_a_token_provider_is_asked_again_after_a_401_and_its_token_is_reda
 
 async def test_a_401_nothing_resolves_is_an_authorization_error_without_the_token() -> None:
     need_mcp()
-    from zett_agent.mcp import MCPServer, MCPTools
-    from zett_agent.mcp.auth import bearer
+    from zett_agent.mcp import MCPServer, MCPTools, bearer
 
     for how in ("http401", "http403"):
         args = [str(FAULTY), "tools/list", how, "--nth", "0", "--http", "{port}"]
@@ -102,7 +100,7 @@ async def test_a_401_during_a_call_is_an_error_result_saying_authorization_is_ne
 
 async def test_the_redirect_callback_takes_the_url_the_browser_landed_on_or_the_code() -> None:
     need_mcp()
-    from zett_agent.mcp.auth import MemoryTokenStorage, oauth
+    from zett_agent.mcp import MemoryTokenStorage, oauth
 
     replies = iter(
         ["http://127.0.0.1:33418/callback?code=abc&state=s1&iss=https%3A%2F%2Fas", "xyz"]
@@ -122,7 +120,7 @@ async def test_the_redirect_callback_takes_the_url_the_browser_landed_on_or_the_
 
 async def test_the_cli_callback_needs_a_terminal() -> None:
     need_mcp()
-    from zett_agent.mcp.auth import ask_in_terminal
+    from zett_agent.mcp import ask_in_terminal
 
     if sys.stdin.isatty():
         pytest.skip("stdin is a terminal here")
@@ -134,7 +132,7 @@ def test_secrets_of_an_oauth_provider_are_known_for_redaction() -> None:
     need_mcp()
     from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
-    from zett_agent.mcp.auth import MemoryTokenStorage, auth_secrets, client_credentials, oauth
+    from zett_agent.mcp._auth import MemoryTokenStorage, auth_secrets, client_credentials, oauth
 
     async def authorize(url: str) -> str:
         return ""
@@ -155,8 +153,7 @@ async def test_tokens_are_redacted_from_the_sdks_log_records(caplog: Any) -> Non
     need_mcp()
     import logging
 
-    from zett_agent.mcp import MCPServer, MCPTools
-    from zett_agent.mcp.auth import bearer
+    from zett_agent.mcp import MCPServer, MCPTools, bearer
 
     with http_server([str(FAULTY), "none", "error", "--http", "{port}"]) as (url, _):
         async with MCPTools([MCPServer.http(url, auth=bearer(lambda: TOKEN))]) as tools:

@@ -6,7 +6,9 @@ import re
 
 import pytest
 
-mcp_schema = pytest.importorskip("zett_agent.mcp.schema", reason="the 'mcp' extra is not installed")
+mcp_schema = pytest.importorskip(
+    "zett_agent.mcp._schema", reason="the 'mcp' extra is not installed"
+)
 sanitize_name = mcp_schema.sanitize_name
 sanitize_schema = mcp_schema.sanitize_schema
 

@@ -27,8 +27,7 @@ from mcp_helpers import (
     text_reply,
     tool_reply,
 )
-from zett_agent import AgentEventType, Model, create_agent
-from zett_agent.messages import ToolCall
+from zett_agent import AgentEventType, Model, ToolCall, create_agent
 from zett_agent.testing import ReplayServer, Reply
 
 pytestmark = pytest.mark.mcp

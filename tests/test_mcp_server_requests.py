@@ -139,8 +139,8 @@ async def test_the_wait_is_bounded_by_elicitation_timeout() -> None:
 
 async def test_elicitation_outside_a_gated_tool_call_is_declined() -> None:
     need_mcp()
-    from zett_agent.mcp.asks import Asks
-    from zett_agent.mcp.elicitation import ElicitationResponse
+    from zett_agent.mcp import ElicitationResponse
+    from zett_agent.mcp._asks import Asks
 
     async def elicit(request: Any) -> Any:
         raise AssertionError("a person must not be asked outside a tool call")
@@ -215,14 +215,14 @@ def test_every_stop_reason_has_an_mcp_stop_reason(
     stop: StopInfo, version: str | None, expected: str
 ) -> None:
     need_mcp()
-    from zett_agent.mcp.sampling import stop_reason
+    from zett_agent.mcp._sampling import stop_reason
 
     assert stop_reason(stop, version) == expected
 
 
 def test_the_stop_table_covers_every_reason() -> None:
     need_mcp()
-    from zett_agent.mcp.sampling import stop_reason
+    from zett_agent.mcp._sampling import stop_reason
 
     mapped = {stop_reason(StopInfo(reason)) for reason in StopReason}
     assert len(mapped) == len(StopReason)

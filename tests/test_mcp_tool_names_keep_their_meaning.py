@@ -167,7 +167,7 @@ async def test_a_tool_that_disappears_answers_with_an_error_and_is_no_longer_off
             final = await agent.run("go")
             assert "add" in tools.gone and "add" not in tools.tools
             # a call decided later (an approval, a replay) meets the tombstone
-            from zett_agent.messages import ToolCall
+            from zett_agent import ToolCall
 
             late = await agent.tools["add"].call(ToolCall("c3", "add", '{"a": 1, "b": 2}'))
             await agent.aclose()

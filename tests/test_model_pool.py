@@ -1,4 +1,4 @@
-"""The model client's own pool (zett_agent.pool.ModelTransport, over aiohttp's
+"""The model client's own pool (zett_agent.model._pool.ModelTransport, over aiohttp's
 connector) keeps httpx's meaning: the clocks start when a connection slot is held
 (the ``trace`` extension), a full pool is ``httpx.PoolTimeout``, and each wire
 failure is the httpx error that names it (a server that hangs up is not a connect
@@ -18,10 +18,8 @@ import anyio
 import httpx
 import pytest
 
-from zett_agent.messages import UserMessage
-from zett_agent.models import Model
-from zett_agent.pool import ModelTransport
-from zett_agent.protocols.base import ModelRequest
+from zett_agent import ModelRequest, UserMessage
+from zett_agent.model import Model, ModelTransport
 from zett_agent.testing import ReplayServer, Reply
 
 pytest.importorskip("aiohttp", reason="aiohttp (a dependency of zett-agent) is not installed")

@@ -25,9 +25,7 @@ from handwritten_wire import (
     r_response,
     r_text,
 )
-from zett_agent import Model, StopReason
-from zett_agent.messages import UserMessage
-from zett_agent.protocols.base import ModelRequest
+from zett_agent import Model, ModelRequest, StopReason, UserMessage
 from zett_agent.testing import ReplayServer, Reply
 
 

@@ -24,7 +24,7 @@ from zett_agent import (
     ToolResultMessage,
     UserMessage,
 )
-from zett_agent.parts import BLOB_THRESHOLD, MediaPart
+from zett_agent._parts import BLOB_THRESHOLD, MediaPart
 from zett_agent.testing import ReplayServer, Reply
 
 pytestmark = pytest.mark.timeout(60)
@@ -166,7 +166,7 @@ async def test_a_durable_run_checkpoints_a_tools_image_by_hash(tmp_path: Path) -
     from dbos import DBOS
 
     from zett_agent.durable import DurableAgent, DurableConfig, launch, shutdown
-    from zett_agent.testing.scripted import ScriptedModel, reply
+    from zett_agent.testing import ScriptedModel, reply
 
     def draw() -> list[Any]:
         """Draw the chart."""
@@ -197,7 +197,7 @@ async def test_a_durable_runs_image_prompt_is_a_workflow_input_by_hash(tmp_path:
     from dbos import DBOS
 
     from zett_agent.durable import DurableAgent, DurableConfig, launch, shutdown
-    from zett_agent.testing.scripted import ScriptedModel, reply
+    from zett_agent.testing import ScriptedModel, reply
 
     photo = ImagePart(media_type="image/png", data=PNG, name="dot.png")
     question = UserMessage("What is in this picture?", (photo,))

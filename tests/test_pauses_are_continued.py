@@ -19,10 +19,16 @@ from typing import Any
 import pytest
 
 from handwritten_wire import A_START, a_body, a_end, a_text, a_tool, named
-from zett_agent import AgentEventType, AssistantMessage, Model, StopReason, create_agent
+from zett_agent import (
+    AgentEventType,
+    AssistantMessage,
+    Model,
+    ModelResponse,
+    StopReason,
+    ToolResultMessage,
+    create_agent,
+)
 from zett_agent.extensions import Extension
-from zett_agent.messages import ToolResultMessage
-from zett_agent.protocols.base import ModelResponse
 from zett_agent.testing import ReplayServer, Reply
 
 E = AgentEventType

@@ -14,19 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import decode_sse_chunks, replay_call, replay_raises
+from zett_agent import AssistantMessage, SystemMessage, ToolCall, ToolResultMessage, UserMessage
+from zett_agent._exchange import ModelRequest, ModelResponse, ToolSpec
 from zett_agent.errors import ProviderHTTPError, StreamError, ZettError
-from zett_agent.messages import (
-    AssistantMessage,
-    SystemMessage,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
-)
-from zett_agent.models import Model
+from zett_agent.model import Model
 from zett_agent.protocols import get_protocol
-from zett_agent.protocols.base import ModelRequest, ModelResponse, ToolSpec
 from zett_agent.stop import StopReason
-from zett_agent.testing.replay import ReplayServer, Reply
+from zett_agent.testing import ReplayServer, Reply
 from zett_agent.vendors import get_vendor
 
 RECORDINGS = Path(__file__).parent / "recordings"

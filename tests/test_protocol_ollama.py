@@ -14,6 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import replay_call, replay_raises
+from zett_agent import AssistantMessage, SystemMessage, ToolCall, ToolResultMessage, UserMessage
+from zett_agent._exchange import ModelRequest, ModelResponse, ToolSpec
 from zett_agent.errors import (
     ProviderError,
     ProviderHTTPError,
@@ -21,17 +23,9 @@ from zett_agent.errors import (
     TransportError,
     ZettError,
 )
-from zett_agent.messages import (
-    AssistantMessage,
-    SystemMessage,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
-)
 from zett_agent.protocols import get_protocol
-from zett_agent.protocols.base import ModelRequest, ModelResponse, ToolSpec
 from zett_agent.stop import StopReason
-from zett_agent.testing.replay import ReplayServer, Reply
+from zett_agent.testing import ReplayServer, Reply
 from zett_agent.vendors import get_vendor
 
 RECORDINGS = Path(__file__).parent / "recordings"

@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 
 from conftest import RECORDINGS
 from helpers import decode_sse_chunks, replay_call
+from zett_agent import AssistantMessage, SystemMessage, ToolCall, ToolResultMessage, UserMessage
+from zett_agent._exchange import ModelRequest, ModelResponse, ToolSpec
 from zett_agent.errors import (
     DecodeError,
     ProviderError,
@@ -26,18 +28,10 @@ from zett_agent.errors import (
     TransportError,
     ZettError,
 )
-from zett_agent.messages import (
-    AssistantMessage,
-    SystemMessage,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
-)
 from zett_agent.protocols import get_protocol
-from zett_agent.protocols.base import ModelRequest, ModelResponse, ToolSpec
-from zett_agent.protocols.openai_chat import OpenAIChat, OpenAIChatDecoder
+from zett_agent.protocols._openai_chat import OpenAIChat, OpenAIChatDecoder
 from zett_agent.stop import StopReason
-from zett_agent.testing.replay import RecordedRequest, Reply
+from zett_agent.testing import RecordedRequest, Reply
 from zett_agent.vendors import get_vendor
 
 R = StopReason

@@ -12,11 +12,10 @@ from typing import Any
 
 import pytest
 
-from zett_agent.messages import UserMessage
-from zett_agent.models import Model
-from zett_agent.protocols.base import ModelRequest, ModelResponse
+from zett_agent import ModelRequest, ModelResponse, UserMessage
+from zett_agent.model import Model
 from zett_agent.stop import StopReason
-from zett_agent.testing.replay import ReplayServer, Reply
+from zett_agent.testing import ReplayServer, Reply
 
 R = StopReason
 OPENAI_VALUES = {

@@ -14,6 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import decode_sse_chunks, replay_call, replay_raises
+from zett_agent import AssistantMessage, SystemMessage, ToolCall, ToolResultMessage, UserMessage
+from zett_agent._exchange import ModelRequest, ModelResponse, ToolSpec
 from zett_agent.errors import (
     ProviderError,
     ProviderHTTPError,
@@ -21,18 +23,10 @@ from zett_agent.errors import (
     TransportError,
     ZettError,
 )
-from zett_agent.messages import (
-    AssistantMessage,
-    SystemMessage,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
-)
-from zett_agent.models import Model
+from zett_agent.model import Model
 from zett_agent.protocols import get_protocol
-from zett_agent.protocols.base import ModelRequest, ModelResponse, ToolSpec
 from zett_agent.stop import StopReason
-from zett_agent.testing.replay import ReplayServer, Reply, split_sse
+from zett_agent.testing._replay import ReplayServer, Reply, split_sse
 from zett_agent.vendors import get_vendor
 
 RECORDINGS = Path(__file__).parent / "recordings"

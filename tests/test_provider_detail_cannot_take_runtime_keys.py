@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from mcp_helpers import text_reply, tool_reply
 from zett_agent import create_agent
-from zett_agent.models import Model
+from zett_agent.model import Model
 from zett_agent.stop import StopReason
 from zett_agent.testing import ReplayServer
 

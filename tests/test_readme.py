@@ -24,7 +24,7 @@ from mcp_helpers import NODE_BIN, need_mcp, need_node_server
 from mcp_helpers import text_reply as anthropic_text
 from mcp_helpers import tool_reply as anthropic_tools
 from zett_agent.cli import EXIT_CODES
-from zett_agent.testing.replay import ReplayServer, Reply
+from zett_agent.testing import ReplayServer, Reply
 
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text()

@@ -28,13 +28,18 @@ from zett_agent import (
     UserMessage,
     create_agent,
 )
-from zett_agent.extensions import ContinueWith, EndRun, RecoveryContext, RetryRequest
-from zett_agent.extensions.compaction import DROPPED_NOTE, SUMMARY_HEADER, ContextCompaction
-from zett_agent.extensions.convergence import ConvergenceGuard
-from zett_agent.extensions.fallback import RefusalFallback
-from zett_agent.extensions.output_limit import OutputLimitRecovery
-from zett_agent.recovery import error_stop, is_context_overflow, is_superseded, join_pieces
-from zett_agent.resume import CONTINUE_PROMPT
+from zett_agent._recovery import error_stop, is_context_overflow, is_superseded, join_pieces
+from zett_agent._resume import CONTINUE_PROMPT
+from zett_agent.extensions import (
+    ContinueWith,
+    ConvergenceGuard,
+    EndRun,
+    OutputLimitRecovery,
+    RecoveryContext,
+    RefusalFallback,
+    RetryRequest,
+)
+from zett_agent.extensions._compaction import DROPPED_NOTE, SUMMARY_HEADER, ContextCompaction
 from zett_agent.testing import ReplayServer, Reply, ScriptedModel, reply
 
 RECORDINGS = Path(__file__).parent / "recordings"

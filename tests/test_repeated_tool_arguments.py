@@ -36,9 +36,15 @@ from handwritten_wire import (
     r_terminal,
     r_text,
 )
-from zett_agent import AgentEventType, AssistantMessage, Model, StopReason, create_agent
-from zett_agent.messages import ToolResultMessage
-from zett_agent.protocols.base import AMBIGUOUS_TOOL_ARGUMENTS
+from zett_agent import (
+    AgentEventType,
+    AssistantMessage,
+    Model,
+    StopReason,
+    ToolResultMessage,
+    create_agent,
+)
+from zett_agent._exchange import AMBIGUOUS_TOOL_ARGUMENTS
 from zett_agent.testing import ReplayServer, Reply
 from zett_agent.vendors import VENDORS
 

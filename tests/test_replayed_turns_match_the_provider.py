@@ -16,9 +16,7 @@ from typing import Any
 
 import pytest
 
-from zett_agent import Model
-from zett_agent.messages import ToolResultMessage, UserMessage
-from zett_agent.protocols.base import ModelRequest
+from zett_agent import Model, ModelRequest, ToolResultMessage, UserMessage
 from zett_agent.testing import ReplayServer, Reply
 
 RECORDINGS = Path(__file__).parent / "recordings"

@@ -13,9 +13,8 @@ import pytest
 
 from faults.wire import WIRES, Wire
 from sdk_shapes import CHECKS
-from zett_agent import AgentRunConfig, ConfigError, Model, ServerTool, create_agent
-from zett_agent.messages import UserMessage
-from zett_agent.protocols.base import ModelRequest, ToolSpec
+from zett_agent import AgentRunConfig, ConfigError, Model, ServerTool, UserMessage, create_agent
+from zett_agent._exchange import ModelRequest, ToolSpec
 from zett_agent.testing import ReplayServer
 
 PROTOCOLS = list(WIRES)
@@ -140,7 +139,7 @@ async def test_model_options_add_keys_and_merge_nested_objects(wire: Wire) -> No
 
 
 def test_a_nested_clash_names_its_path() -> None:
-    from zett_agent.protocols.base import merge_options
+    from zett_agent.protocols._body import merge_options
 
     body = {"generationConfig": {"maxOutputTokens": 5, "thinkingConfig": {"thinkingBudget": 0}}}
     nested = frozenset({"generationConfig"})

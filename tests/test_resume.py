@@ -36,21 +36,15 @@ from zett_agent import (
     ZettError,
     create_agent,
 )
-from zett_agent.history import NOT_RUN
-from zett_agent.protocols.base import (
-    ModelRequest,
-    ModelResponse,
-    StreamEvent,
-    TextDelta,
-    ToolCallDelta,
-)
-from zett_agent.resume import (
+from zett_agent._exchange import ModelRequest, ModelResponse, StreamEvent, TextDelta, ToolCallDelta
+from zett_agent._resume import (
     CANCELLED_MESSAGE,
     CONTINUE_PROMPT,
     continues_by_prefill,
     plan_resume,
 )
 from zett_agent.testing import ReplayServer, Reply, ScriptedModel, reply
+from zett_agent.tools import NOT_RUN
 
 pytestmark = pytest.mark.timeout(60)
 

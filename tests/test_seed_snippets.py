@@ -17,7 +17,7 @@ from zett_agent import (
     StopReason,
     create_agent,
 )
-from zett_agent.extensions.refusal_replay import RefusalReplay, RefusalReplayExtension
+from zett_agent.extensions import RefusalReplay, RefusalReplayExtension
 from zett_agent.testing import ScriptedModel, reply
 
 CYBER = StopInfo(StopReason.REFUSAL, "refusal", "cyber", "This request was declined.")

@@ -320,7 +320,7 @@ def test_host_origin_token_and_size_checks(replay: ReplayServer) -> None:
 
 
 def test_allowed_hosts_and_ipv6_loopback_names() -> None:
-    from zett_agent.serve.security import Guard, host_name
+    from zett_agent.serve._security import Guard, host_name
 
     guard = Guard(
         None,  # type: ignore[arg-type]
@@ -471,7 +471,7 @@ def test_fuzzed_chat_bodies_never_get_a_500(server: str, body: dict[str, Any]) -
 
 def test_the_core_and_the_cli_do_not_import_the_serve_extra() -> None:
     code = (
-        "import sys, zett_agent, zett_agent.cli, zett_agent.agent; "
+        "import sys, zett_agent, zett_agent.cli, zett_agent._agent; "
         "assert not [m for m in sys.modules if m.split('.')[0] in ('starlette', 'uvicorn')]; "
         "assert 'zett_agent.serve' not in sys.modules"
     )
@@ -480,8 +480,8 @@ def test_the_core_and_the_cli_do_not_import_the_serve_extra() -> None:
 
 
 def test_zett_serve_defaults_to_the_local_model() -> None:
-    from zett_agent.cli import serve as serve_command
-    from zett_agent.local import DEFAULT_LOCAL_MODEL
+    from zett_agent.cli import _serve as serve_command
+    from zett_agent.model._local import DEFAULT_LOCAL_MODEL
 
     assert f"llamacpp:{DEFAULT_LOCAL_MODEL}" == serve_command.DEFAULT_MODEL
 

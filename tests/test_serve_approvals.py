@@ -371,9 +371,8 @@ def test_a_call_id_used_again_in_the_same_message_gets_its_own_part_and_approval
     """Providers that number their calls (``call_0`` in every answer) reuse an id in
     the run that goes on after an approval: the new call gets its own part, its own
     approval id, and an answer to the first request cannot decide it."""
-    from zett_agent.agent import Agent, AgentRunConfig
+    from zett_agent import Agent, AgentRunConfig, ToolCall
     from zett_agent.demo_tools import get_weather
-    from zett_agent.messages import ToolCall
     from zett_agent.testing import ScriptedModel, reply
 
     model = ScriptedModel(

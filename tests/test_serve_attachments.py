@@ -190,7 +190,7 @@ def test_the_local_model_offers_no_attachments_and_refuses_one() -> None:
 async def test_parts_of_stored_tool_results_are_served_too() -> None:
     store = InMemorySessionStore()
     from zett_agent import ToolResultMessage
-    from zett_agent.serve.attachments import stored_part
+    from zett_agent.serve._attachments import stored_part
 
     part = ImagePart(media_type="image/png", data=PNG)
     await store.append("t", UserMessage("draw"))

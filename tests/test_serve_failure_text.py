@@ -25,7 +25,7 @@ from zett_agent.errors import (
     UnexpectedContentError,
 )
 from zett_agent.serve import create_app
-from zett_agent.serve.failure import MAX_SHOWN, failure_text, safe_excerpt
+from zett_agent.serve._failure import MAX_SHOWN, failure_text, safe_excerpt
 from zett_agent.testing import ReplayServer
 
 KEY = "sk-proj-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"

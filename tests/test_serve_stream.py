@@ -13,12 +13,10 @@ import pytest
 
 pytest.importorskip("starlette", reason="the serve extra (starlette, uvicorn) is not installed")
 
-from zett_agent.agent import Agent, AgentRunConfig
-from zett_agent.client import AgentClient
+from zett_agent import Agent, AgentClient, AgentRunConfig, ToolCall, Usage
+from zett_agent._exchange import ModelResponse, ReasoningDelta, TextDelta
+from zett_agent._resume import CONTINUE_PROMPT
 from zett_agent.errors import ProviderHTTPError
-from zett_agent.messages import ToolCall, Usage
-from zett_agent.protocols.base import ModelResponse, ReasoningDelta, TextDelta
-from zett_agent.resume import CONTINUE_PROMPT
 from zett_agent.serve import UIMessageStream, finish_reason, stop_data, ui_messages
 from zett_agent.sessions import InMemorySessionStore
 from zett_agent.stop import StopInfo, StopReason
@@ -146,7 +144,7 @@ async def test_a_failed_run_sends_an_error_without_the_provider_text() -> None:
 
 def test_abort_closes_open_parts() -> None:
     encoder = UIMessageStream("a1")
-    from zett_agent.events import AgentEvent, AgentEventType
+    from zett_agent import AgentEvent, AgentEventType
 
     encoder.feed(AgentEvent(AgentEventType.MODEL_STARTED, "r", 1))
     encoder.feed(AgentEvent(AgentEventType.TEXT_DELTA, "r", 1, text="par"))
@@ -201,8 +199,8 @@ async def test_a_stored_resumed_session_is_one_message_per_answer() -> None:
 async def test_is_cut_off_says_what_the_tool_gate_does(reason: StopReason) -> None:
     """The UI stream shows a call as cut (tool-input-error) exactly when the loop
     answers it with the cut-off error instead of running it."""
-    from zett_agent.messages import AssistantMessage, ToolResultMessage
-    from zett_agent.telemetry import Telemetry
+    from zett_agent import AssistantMessage, ToolResultMessage
+    from zett_agent._telemetry import Telemetry
     from zett_agent.tools import CUT_OFF_ARGUMENTS, ToolGate, as_tool, is_cut_off
 
     calls = (

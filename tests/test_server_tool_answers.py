@@ -10,9 +10,15 @@ import json
 from typing import Any
 
 from conftest import RECORDINGS
-from zett_agent import AgentRunConfig, Model, ServerTool, StopReason, create_agent
-from zett_agent.messages import UserMessage
-from zett_agent.protocols.base import ModelRequest
+from zett_agent import (
+    AgentRunConfig,
+    Model,
+    ModelRequest,
+    ServerTool,
+    StopReason,
+    UserMessage,
+    create_agent,
+)
 from zett_agent.testing import ReplayServer, Reply
 
 

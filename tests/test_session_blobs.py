@@ -22,9 +22,9 @@ from zett_agent import (
     ToolResultMessage,
     UserMessage,
 )
-from zett_agent.parts import BLOB_THRESHOLD, MediaPart
+from zett_agent._parts import BLOB_THRESHOLD, MediaPart
 from zett_agent.sessions import DB_LAYOUT_VERSION
-from zett_agent.sessions.base import encode_row
+from zett_agent.sessions._base import encode_row
 
 pytestmark = pytest.mark.timeout(60)
 

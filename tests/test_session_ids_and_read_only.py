@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 
 from stores import STORE_KINDS, open_store
-from zett_agent import AgentClient, create_agent
+from zett_agent import AgentClient, AssistantMessage, UserMessage, create_agent
 from zett_agent.errors import SessionStoreError
-from zett_agent.messages import AssistantMessage, UserMessage
 from zett_agent.sessions import SQLiteSessionStore
 from zett_agent.testing import ScriptedModel, reply
 

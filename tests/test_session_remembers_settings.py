@@ -19,8 +19,8 @@ import pytest
 
 from mcp_helpers import COUNTING, calls_in, need_mcp
 from zett_agent import SQLiteSessionStore
-from zett_agent.cli.remembered import stored_url
-from zett_agent.records import RunSettings, entry_from_dict, entry_to_dict
+from zett_agent._records import RunSettings, entry_from_dict, entry_to_dict
+from zett_agent.cli._remembered import stored_url
 from zett_agent.testing import ReplayServer, Reply
 
 pytestmark = pytest.mark.timeout(120)
@@ -158,8 +158,8 @@ def test_remembered_settings_fill_only_what_the_command_line_left_out() -> None:
 
     from rich.console import Console
 
-    from zett_agent.cli.remembered import with_remembered
-    from zett_agent.cli.run import RunOptions
+    from zett_agent.cli._remembered import with_remembered
+    from zett_agent.cli._run import RunOptions
     from zett_agent.demo_tools import select_demo_tools
 
     out = io.StringIO()

@@ -32,8 +32,8 @@ from zett_agent import (
     UserMessage,
     create_agent,
 )
-from zett_agent.messages import message_to_dict
-from zett_agent.protocols.base import ModelRequest, ModelResponse, StreamEvent, TextDelta
+from zett_agent._exchange import ModelRequest, ModelResponse, StreamEvent, TextDelta
+from zett_agent._messages import message_to_dict
 from zett_agent.sessions import DB_LAYOUT_VERSION, SCHEMA_VERSION
 from zett_agent.testing import ReplayServer, Reply
 

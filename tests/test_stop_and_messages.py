@@ -15,7 +15,7 @@ from zett_agent import (
     ToolResultMessage,
     UserMessage,
 )
-from zett_agent.messages import (
+from zett_agent._messages import (
     message_from_dict,
     message_to_dict,
     messages_from_json,
@@ -112,7 +112,7 @@ def test_retry_after_as_seconds_milliseconds_or_http_date() -> None:
     import datetime
     import email.utils
 
-    from zett_agent.protocols.base import retry_after_seconds
+    from zett_agent.protocols._body import retry_after_seconds
 
     assert retry_after_seconds({"Retry-After": "7"}) == 7.0
     assert retry_after_seconds({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5

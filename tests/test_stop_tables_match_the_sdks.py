@@ -25,14 +25,12 @@ from typing import Any
 import pytest
 
 from handwritten_wire import A_START, a_text, body, c_chunk, data, g, named, r_message, r_text
-from zett_agent import Model, StopReason
+from zett_agent import Model, ModelRequest, ModelResponse, StopReason, UserMessage
 from zett_agent.errors import ProviderError
-from zett_agent.messages import UserMessage
-from zett_agent.protocols.anthropic import STOP_REASONS
-from zett_agent.protocols.base import ModelRequest, ModelResponse
-from zett_agent.protocols.gemini import FINISH_REASONS as GEMINI_FINISH
-from zett_agent.protocols.openai_chat import FINISH_REASONS as CHAT_FINISH
-from zett_agent.protocols.openai_responses import INCOMPLETE_REASONS
+from zett_agent.protocols._anthropic import STOP_REASONS
+from zett_agent.protocols._gemini import FINISH_REASONS as GEMINI_FINISH
+from zett_agent.protocols._openai_chat import FINISH_REASONS as CHAT_FINISH
+from zett_agent.protocols._openai_responses import INCOMPLETE_REASONS
 from zett_agent.testing import ReplayServer, Reply
 from zett_agent.vendors import VENDORS
 
@@ -55,9 +53,9 @@ def test_the_installed_sdks_are_the_pinned_versions() -> None:
 
 def test_the_runtime_never_imports_an_sdk() -> None:
     code = (
-        "import sys, zett_agent.agent, zett_agent.models, zett_agent.protocols.anthropic, "
-        "zett_agent.protocols.openai_chat, zett_agent.protocols.openai_responses, "
-        "zett_agent.protocols.gemini, zett_agent.protocols.ollama, zett_agent.cli.inspect; "
+        "import sys, zett_agent._agent, zett_agent.model._model, zett_agent.protocols._anthropic, "
+        "zett_agent.protocols._openai_chat, zett_agent.protocols._openai_responses, "
+        "zett_agent.protocols._gemini, zett_agent.protocols._ollama, zett_agent.cli._inspect; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('anthropic', 'openai', 'google')))"
     )

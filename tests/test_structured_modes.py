@@ -21,17 +21,19 @@ from zett_agent import (
     AgentClient,
     AgentEventType,
     AgentRunConfig,
+    AssistantMessage,
     ConfigError,
     Model,
     OutputRetry,
     OutputValidationError,
     StopInfo,
     StopReason,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
     create_agent,
 )
-from zett_agent.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
-from zett_agent.testing import ReplayServer, Reply, ScriptedModel
-from zett_agent.testing.scripted import reply
+from zett_agent.testing import ReplayServer, Reply, ScriptedModel, reply
 
 HERE = Path(__file__).parent / "recordings" / "structured"
 OK = '{"name": "Paris", "population": 2102650}'

@@ -24,13 +24,14 @@ from sdk_shapes import CHECKS
 from zett_agent import (
     AgentEventType,
     AgentRunConfig,
+    AssistantMessage,
     ContextOverflowError,
     Model,
     OutputValidationError,
     StopReason,
+    UserMessage,
     create_agent,
 )
-from zett_agent.messages import AssistantMessage, UserMessage
 from zett_agent.testing import ReplayServer, Reply
 from zett_agent.vendors import HTTPRefusal, Vendor, get_vendor
 

@@ -13,10 +13,8 @@ from pydantic import BaseModel
 pytest.importorskip("starlette")
 
 from zett_agent import AgentClient, create_agent
-from zett_agent.serve.history import ui_messages
-from zett_agent.serve.stream import UIMessageStream
-from zett_agent.testing import ScriptedModel
-from zett_agent.testing.scripted import reply
+from zett_agent.serve import UIMessageStream, ui_messages
+from zett_agent.testing import ScriptedModel, reply
 
 OK = '{"name": "Paris", "population": 2102650}'
 

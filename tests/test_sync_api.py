@@ -26,13 +26,12 @@ from zett_agent import (
     Model,
     OutputValidationError,
     StopReason,
+    ToolCall,
     create_agent,
     create_agent_sync,
 )
-from zett_agent.messages import ToolCall
-from zett_agent.sync import loop_thread
-from zett_agent.testing import ReplayServer, ScriptedModel
-from zett_agent.testing.scripted import reply
+from zett_agent._sync import loop_thread
+from zett_agent.testing import ReplayServer, ScriptedModel, reply
 
 CHAT = WIRES["openai-chat"]
 

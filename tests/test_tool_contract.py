@@ -23,9 +23,8 @@ from zett_agent import (
     ToolResultMessage,
     create_agent,
 )
-from zett_agent.history import NOT_RUN
 from zett_agent.testing import ReplayServer, Reply, ScriptedModel, reply
-from zett_agent.tools import Tool, as_tool
+from zett_agent.tools import NOT_RUN, Tool, as_tool
 
 E = AgentEventType
 RAN: list[str] = []

@@ -1,4 +1,4 @@
-"""Every tool call passes one gate (zett_agent.tools.gate), in its documented order.
+"""Every tool call passes one gate (zett_agent.tools._gate), in its documented order.
 
 Through the public API with ScriptedModel (offline): calls the request did not
 allow never run; limits come before approval; the started marker is written just
@@ -18,10 +18,16 @@ from typing import Any
 import anyio
 import pytest
 
-from zett_agent import AgentClient, AgentEventType, AgentRunConfig, create_agent
+from zett_agent import (
+    AgentClient,
+    AgentEventType,
+    AgentRunConfig,
+    ToolCall,
+    ToolResultMessage,
+    create_agent,
+)
 from zett_agent.approvals import requires_approval
 from zett_agent.extensions import Extension
-from zett_agent.messages import ToolCall, ToolResultMessage
 from zett_agent.stop import StopReason
 from zett_agent.testing import ScriptedModel, reply
 from zett_agent.tools import (
@@ -322,7 +328,7 @@ def test_every_field_of_a_subagent_tool_survives_the_wrappers() -> None:
     from zett_agent import SubAgent
 
     child = ScriptedModel(reply("done"))
-    from zett_agent.agent import Agent
+    from zett_agent import Agent
 
     sub = SubAgent(Agent(child), name="helper", description="Helps.")
     tool = sub.tool
@@ -340,7 +346,7 @@ def test_every_field_of_an_mcp_tool_survives_the_wrappers() -> None:
     pytest.importorskip("mcp")
     import mcp_types
 
-    from zett_agent.mcp.convert import make_tool
+    from zett_agent.mcp._convert import make_tool
 
     async def send(name: str, arguments: dict[str, Any]) -> Any:
         raise AssertionError("not called")
@@ -370,7 +376,7 @@ def test_every_field_of_an_mcp_tool_survives_the_wrappers() -> None:
 
 def test_a_durable_run_uses_the_agents_own_tools() -> None:
     pytest.importorskip("dbos")
-    from zett_agent.agent import Agent
+    from zett_agent import Agent
     from zett_agent.durable import DurableAgent
 
     tool = dataclasses.replace(_every_field_set(), idempotent=False)

@@ -1,5 +1,5 @@
 """A call's outcome after a crash: "may or may not have taken effect" is never
-reported as "not run" (zett_agent.tools.outcomes).
+reported as "not run" (zett_agent.tools._outcomes).
 
 Sessions keep a ``tool_started`` row just before a tool is entered; a call that
 started and has no result is answered "may or may not have taken effect" (and a
@@ -22,8 +22,15 @@ from typing import Any
 import pytest
 
 from mcp_helpers import text_reply, tool_reply
-from zett_agent import AgentClient, AgentEventType, create_agent
-from zett_agent.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+from zett_agent import (
+    AgentClient,
+    AgentEventType,
+    AssistantMessage,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+    create_agent,
+)
 from zett_agent.sessions import SQLiteSessionStore
 from zett_agent.testing import ReplayServer, ScriptedModel, reply
 from zett_agent.tools import NOT_RUN, OUTCOME_UNKNOWN, ToolStarted, idempotent

@@ -15,10 +15,16 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from zett_agent import AgentRunConfig, Model, ProviderHTTPError, StopReason, create_agent
-from zett_agent.client import AgentClient
+from zett_agent import (
+    AgentClient,
+    AgentRunConfig,
+    Model,
+    ProviderHTTPError,
+    StopReason,
+    create_agent,
+)
 from zett_agent.errors import TransportError, UnexpectedContentError
-from zett_agent.redact import REDACTED, Redactor, secrets_of
+from zett_agent.model._redact import REDACTED, Redactor, secrets_of
 from zett_agent.testing import ReplayServer, Reply
 
 KEY = "sk-live-0123456789abcdef"
@@ -62,8 +68,7 @@ async def test_an_error_body_echoing_the_key_is_redacted() -> None:
 
 
 def _request() -> Any:
-    from zett_agent.messages import UserMessage
-    from zett_agent.protocols.base import ModelRequest
+    from zett_agent import ModelRequest, UserMessage
 
     return ModelRequest("m", [UserMessage("hi")])
 

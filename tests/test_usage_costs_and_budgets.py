@@ -18,10 +18,18 @@ import pytest
 
 from conftest import RECORDINGS
 from faults.wire import WIRES
-from zett_agent import AgentEventType, AgentRunConfig, ConfigError, Cost, Model, create_agent
-from zett_agent.costs import price
-from zett_agent.messages import Usage, UserMessage
-from zett_agent.protocols.base import ModelRequest
+from zett_agent import (
+    AgentEventType,
+    AgentRunConfig,
+    ConfigError,
+    Cost,
+    Model,
+    ModelRequest,
+    Usage,
+    UserMessage,
+    create_agent,
+)
+from zett_agent.model._costs import price
 from zett_agent.testing import ReplayServer, Reply
 
 JAN = datetime.datetime(2026, 1, 15, tzinfo=datetime.UTC)
@@ -196,7 +204,7 @@ def test_zett_run_exits_with_the_budgets_own_status() -> None:
     assert records[-1]["type"] == "run_completed"
     assert records[-1]["stop"]["raw"] == "max_total_tokens"
     assert records[-1]["cost"]["usd"] == pytest.approx(1.05e-4)  # --json prices the run
-    from zett_agent.cli.main import EXIT_CODES
+    from zett_agent.cli import EXIT_CODES
 
     assert (EXIT_CODES["max_cost"], EXIT_CODES["max_total_tokens"]) == (10, 11)
     assert len(set(EXIT_CODES.values())) == len(EXIT_CODES)  # never a reused number

@@ -11,9 +11,41 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from zett_agent.agent import Agent, AgentRunConfig, create_agent, create_agent_sync
-    from zett_agent.background import BackgroundTask, BackgroundTasks, TaskStatus
-    from zett_agent.client import AgentClient
+    from zett_agent._agent import Agent, AgentRunConfig, create_agent, create_agent_sync
+    from zett_agent._background import BackgroundTask, BackgroundTasks, TaskStatus
+    from zett_agent._client import AgentClient
+    from zett_agent._events import AgentEvent, AgentEventDispatcher, AgentEventType
+    from zett_agent._exchange import ModelRequest, ModelResponse
+    from zett_agent._goals import Goal, GoalVerdict
+    from zett_agent._messages import (
+        AssistantMessage,
+        Cost,
+        Message,
+        ModelAttempt,
+        SystemMessage,
+        ToolCall,
+        ToolResultMessage,
+        Usage,
+        UserMessage,
+    )
+    from zett_agent._output import OutputRetry
+    from zett_agent._parts import (
+        AudioPart,
+        DocumentPart,
+        ImagePart,
+        MediaPart,
+        TextPart,
+        part_from_file,
+    )
+    from zett_agent._recovery import (
+        ContinueWith,
+        EndRun,
+        Recovery,
+        RecoveryContext,
+        RecoveryRecord,
+        RetryRequest,
+    )
+    from zett_agent._subagents import SubAgent, SubAgentResult
     from zett_agent.errors import (
         ConfigError,
         ContextOverflowError,
@@ -30,101 +62,72 @@ if TYPE_CHECKING:
         TransportError,
         ZettError,
     )
-    from zett_agent.events import AgentEvent, AgentEventDispatcher, AgentEventType
-    from zett_agent.extensions import Extension
-    from zett_agent.extensions.compaction import ContextCompaction
-    from zett_agent.extensions.convergence import ConvergenceGuard
-    from zett_agent.extensions.fallback import RefusalFallback
-    from zett_agent.extensions.output_limit import OutputLimitRecovery
-    from zett_agent.extensions.refusal_replay import RefusalReplay, RefusalReplayExtension
-    from zett_agent.fallback import CircuitBreaker, FallbackModel
-    from zett_agent.goals import Goal, GoalVerdict
-    from zett_agent.messages import (
-        AssistantMessage,
-        Cost,
-        Message,
-        ModelAttempt,
-        SystemMessage,
-        ToolCall,
-        ToolResultMessage,
-        Usage,
-        UserMessage,
-    )
-    from zett_agent.models import Model, ModelClient, resolve_model
-    from zett_agent.output import OutputRetry
-    from zett_agent.parts import (
-        AudioPart,
-        DocumentPart,
-        ImagePart,
-        MediaPart,
-        TextPart,
-        part_from_file,
-    )
-    from zett_agent.recovery import (
-        ContinueWith,
-        EndRun,
-        Recovery,
-        RecoveryContext,
-        RecoveryRecord,
-        RetryRequest,
-    )
+    from zett_agent.extensions._compaction import ContextCompaction
+    from zett_agent.extensions._convergence import ConvergenceGuard
+    from zett_agent.extensions._extension import Extension
+    from zett_agent.extensions._fallback import RefusalFallback
+    from zett_agent.extensions._output_limit import OutputLimitRecovery
+    from zett_agent.extensions._refusal_replay import RefusalReplay, RefusalReplayExtension
+    from zett_agent.model._fallback import CircuitBreaker, FallbackModel
+    from zett_agent.model._model import Model, ModelClient, resolve_model
     from zett_agent.sessions import InMemorySessionStore, SessionStore, SQLiteSessionStore
     from zett_agent.stop import AgentStopError, StopInfo, StopReason
-    from zett_agent.subagents import SubAgent, SubAgentResult
     from zett_agent.tools import Tool
-    from zett_agent.tools.approvals import ApprovalConflictError
+    from zett_agent.tools._approvals import ApprovalConflictError
     from zett_agent.vendors import ServerTool
 
 _EXPORTS: dict[str, str] = {
-    "Agent": "zett_agent.agent",
-    "AgentClient": "zett_agent.client",
-    "AgentEvent": "zett_agent.events",
-    "AgentEventDispatcher": "zett_agent.events",
-    "AgentEventType": "zett_agent.events",
-    "AgentRunConfig": "zett_agent.agent",
+    "Agent": "zett_agent._agent",
+    "AgentClient": "zett_agent._client",
+    "AgentEvent": "zett_agent._events",
+    "AgentEventDispatcher": "zett_agent._events",
+    "AgentEventType": "zett_agent._events",
+    "AgentRunConfig": "zett_agent._agent",
     "AgentStopError": "zett_agent.stop",
-    "ApprovalConflictError": "zett_agent.tools.approvals",
-    "AssistantMessage": "zett_agent.messages",
-    "AudioPart": "zett_agent.parts",
-    "BackgroundTask": "zett_agent.background",
-    "BackgroundTasks": "zett_agent.background",
-    "CircuitBreaker": "zett_agent.fallback",
+    "ApprovalConflictError": "zett_agent.tools._approvals",
+    "AssistantMessage": "zett_agent._messages",
+    "AudioPart": "zett_agent._parts",
+    "BackgroundTask": "zett_agent._background",
+    "BackgroundTasks": "zett_agent._background",
+    "CircuitBreaker": "zett_agent.model._fallback",
     "ConfigError": "zett_agent.errors",
-    "ContextCompaction": "zett_agent.extensions.compaction",
+    "ContextCompaction": "zett_agent.extensions._compaction",
     "ContextOverflowError": "zett_agent.errors",
-    "ContinueWith": "zett_agent.recovery",
-    "ConvergenceGuard": "zett_agent.extensions.convergence",
-    "Cost": "zett_agent.messages",
+    "ContinueWith": "zett_agent._recovery",
+    "ConvergenceGuard": "zett_agent.extensions._convergence",
+    "Cost": "zett_agent._messages",
     "DecodeError": "zett_agent.errors",
-    "DocumentPart": "zett_agent.parts",
-    "EndRun": "zett_agent.recovery",
+    "DocumentPart": "zett_agent._parts",
+    "EndRun": "zett_agent._recovery",
     "Extension": "zett_agent.extensions",
-    "FallbackModel": "zett_agent.fallback",
-    "Goal": "zett_agent.goals",
-    "GoalVerdict": "zett_agent.goals",
-    "ImagePart": "zett_agent.parts",
+    "FallbackModel": "zett_agent.model._fallback",
+    "Goal": "zett_agent._goals",
+    "GoalVerdict": "zett_agent._goals",
+    "ImagePart": "zett_agent._parts",
     "InMemorySessionStore": "zett_agent.sessions",
     "MCPAuthorizationError": "zett_agent.errors",
-    "MediaPart": "zett_agent.parts",
-    "Message": "zett_agent.messages",
-    "Model": "zett_agent.models",
-    "ModelAttempt": "zett_agent.messages",
-    "ModelClient": "zett_agent.models",
-    "OutputLimitRecovery": "zett_agent.extensions.output_limit",
+    "MediaPart": "zett_agent._parts",
+    "Message": "zett_agent._messages",
+    "Model": "zett_agent.model._model",
+    "ModelRequest": "zett_agent._exchange",
+    "ModelResponse": "zett_agent._exchange",
+    "ModelAttempt": "zett_agent._messages",
+    "ModelClient": "zett_agent.model._model",
+    "OutputLimitRecovery": "zett_agent.extensions._output_limit",
     "PartTooLargeError": "zett_agent.errors",
-    "OutputRetry": "zett_agent.output",
+    "OutputRetry": "zett_agent._output",
     "OutputValidationError": "zett_agent.errors",
     "ProviderError": "zett_agent.errors",
     "ProviderHTTPError": "zett_agent.errors",
     "RateLimitError": "zett_agent.errors",
-    "Recovery": "zett_agent.recovery",
-    "RecoveryContext": "zett_agent.recovery",
-    "RecoveryRecord": "zett_agent.recovery",
-    "RefusalFallback": "zett_agent.extensions.fallback",
-    "RefusalReplay": "zett_agent.extensions.refusal_replay",
-    "RefusalReplayExtension": "zett_agent.extensions.refusal_replay",
+    "Recovery": "zett_agent._recovery",
+    "RecoveryContext": "zett_agent._recovery",
+    "RecoveryRecord": "zett_agent._recovery",
+    "RefusalFallback": "zett_agent.extensions._fallback",
+    "RefusalReplay": "zett_agent.extensions._refusal_replay",
+    "RefusalReplayExtension": "zett_agent.extensions._refusal_replay",
     "ResumeError": "zett_agent.errors",
-    "RetryRequest": "zett_agent.recovery",
+    "RetryRequest": "zett_agent._recovery",
     "SQLiteSessionStore": "zett_agent.sessions",
     "ServerTool": "zett_agent.vendors",
     "SessionStore": "zett_agent.sessions",
@@ -132,22 +135,22 @@ _EXPORTS: dict[str, str] = {
     "StopInfo": "zett_agent.stop",
     "StopReason": "zett_agent.stop",
     "StreamError": "zett_agent.errors",
-    "SubAgent": "zett_agent.subagents",
-    "SubAgentResult": "zett_agent.subagents",
-    "SystemMessage": "zett_agent.messages",
-    "TaskStatus": "zett_agent.background",
-    "TextPart": "zett_agent.parts",
+    "SubAgent": "zett_agent._subagents",
+    "SubAgentResult": "zett_agent._subagents",
+    "SystemMessage": "zett_agent._messages",
+    "TaskStatus": "zett_agent._background",
+    "TextPart": "zett_agent._parts",
     "Tool": "zett_agent.tools",
-    "ToolCall": "zett_agent.messages",
-    "ToolResultMessage": "zett_agent.messages",
+    "ToolCall": "zett_agent._messages",
+    "ToolResultMessage": "zett_agent._messages",
     "TransportError": "zett_agent.errors",
-    "Usage": "zett_agent.messages",
-    "UserMessage": "zett_agent.messages",
+    "Usage": "zett_agent._messages",
+    "UserMessage": "zett_agent._messages",
     "ZettError": "zett_agent.errors",
-    "create_agent": "zett_agent.agent",
-    "part_from_file": "zett_agent.parts",
-    "create_agent_sync": "zett_agent.agent",
-    "resolve_model": "zett_agent.models",
+    "create_agent": "zett_agent._agent",
+    "part_from_file": "zett_agent._parts",
+    "create_agent_sync": "zett_agent._agent",
+    "resolve_model": "zett_agent.model._model",
 }
 
 __all__ = [
@@ -185,6 +188,8 @@ __all__ = [
     "Model",
     "ModelAttempt",
     "ModelClient",
+    "ModelRequest",
+    "ModelResponse",
     "OutputLimitRecovery",
     "OutputRetry",
     "OutputValidationError",

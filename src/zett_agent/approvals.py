@@ -1,4 +1,4 @@
-"""Tool calls that wait for a person's approval: :mod:`zett_agent.tools.approvals`.
+"""Tool calls that wait for a person's approval: :mod:`zett_agent.tools._approvals`.
 
 This module keeps the import path of earlier releases (``from zett_agent.approvals
 import approve, deny, requires_approval``); the code lives in the tool package.
@@ -6,8 +6,8 @@ import approve, deny, requires_approval``); the code lives in the tool package.
 
 from __future__ import annotations
 
-from zett_agent.records import SessionEntry, entry_from_dict, entry_to_dict
-from zett_agent.tools.approvals import (
+from zett_agent._records import SessionEntry, entry_from_dict, entry_to_dict
+from zett_agent.tools._approvals import (
     APPROVAL_ROLES,
     DENIED,
     ApprovalConflictError,

@@ -13,7 +13,7 @@
      ├── TransportError       the connection failed or went idle before any output
      │    ├── CallTimeoutError     the first-output limit or the attempt deadline passed
      │    ├── PoolTimeoutError     no pooled connection came free in time (local)
-     │    ├── ResponseLimitError   a size limit (zett_agent.limits) was exceeded
+     │    ├── ResponseLimitError   a size limit (zett_agent.model._limits) was exceeded
      │    └── UnexpectedContentError   a 2xx of a type that cannot be the wire's (HTML)
      ├── DecodeError          a body that no decoder can read (e.g. ``zett inspect``)
      ├── ResumeError          a session or history whose last answer cannot be resumed
@@ -25,7 +25,7 @@
 
 ``AgentStopError`` (an abnormal stop the caller asked to have raised) lives in
 :mod:`zett_agent.stop`. Errors from httpx are mapped to this tree in
-:mod:`zett_agent.transport` and re-raised ``from`` the original.
+:mod:`zett_agent.model._transport` and re-raised ``from`` the original.
 """
 
 from __future__ import annotations
@@ -71,9 +71,9 @@ _RETRYABLE_TYPES = frozenset(
 class ZettError(Exception):
     """Base of every error zett-agent raises on purpose.
 
-    ``attempts``: when a fallback chain (:class:`~zett_agent.fallback.FallbackModel`)
+    ``attempts``: when a fallback chain (:class:`~zett_agent.model.FallbackModel`)
     raises the last model's error, what every model of it did
-    (:class:`~zett_agent.messages.ModelAttempt`); else empty.
+    (:class:`~zett_agent.ModelAttempt`); else empty.
     """
 
     attempts: tuple[Any, ...] = ()
@@ -118,7 +118,7 @@ class OutputValidationError(ZettError):
 class MCPAuthorizationError(ConfigError):
     """An MCP server answered 401 or 403 (or its OAuth flow failed), and zett could
     not obtain an authorization it accepts: give the server ``auth=`` (an OAuth
-    provider or a token, :mod:`zett_agent.mcp.auth`) or the right token.
+    provider or a token, :mod:`zett_agent.mcp._auth`) or the right token.
 
     A ``ConfigError``, so ``zett run`` still exits 1. ``server`` is the server's URL,
     ``status`` the HTTP status (None when the OAuth flow itself failed), ``scope``
@@ -169,7 +169,7 @@ class SessionStoreError(ZettError):
 
 class PartTooLargeError(ZettError, ValueError):
     """An image, document or audio part is larger than a limit, found before its
-    bytes were read whole (:mod:`zett_agent.parts`). ``size``: its bytes (None when
+    bytes were read whole (:mod:`zett_agent._parts`). ``size``: its bytes (None when
     it was cut while read); ``limit``: the limit in bytes. A ``ValueError`` too."""
 
     def __init__(self, message: str, *, size: int | None = None, limit: int) -> None:
@@ -198,7 +198,7 @@ class TransportError(ZettError):
 class CallTimeoutError(TransportError):
     """No output within ``first_output_timeout`` (``limit`` says so; retried), or
     the attempt's deadline ``attempt_timeout`` passed (not retried: the host's time
-    for the call is spent). See :class:`zett_agent.limits.CallTimeouts`."""
+    for the call is spent). See :class:`zett_agent.model.CallTimeouts`."""
 
     @property
     def retryable(self) -> bool:  # type: ignore[override]
@@ -214,7 +214,7 @@ class PoolTimeoutError(TransportError):
 
 
 class ResponseLimitError(TransportError):
-    """A response exceeded a size limit of :class:`zett_agent.limits.ReadLimits`
+    """A response exceeded a size limit of :class:`zett_agent.model.ReadLimits`
     before any output (``limit`` names it). Not retried: the same request would
     fetch the same oversized answer."""
 

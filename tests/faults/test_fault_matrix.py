@@ -29,8 +29,11 @@ import anyio
 import pytest
 
 from zett_agent import (
+    AgentClient,
     AssistantMessage,
+    Message,
     Model,
+    ModelRequest,
     ProviderError,
     ProviderHTTPError,
     StopReason,
@@ -40,10 +43,7 @@ from zett_agent import (
     UserMessage,
     create_agent,
 )
-from zett_agent.client import AgentClient
 from zett_agent.errors import CallTimeoutError
-from zett_agent.messages import Message
-from zett_agent.protocols.base import ModelRequest
 from zett_agent.testing import RecordedRequest, ReplayServer, Reply
 
 from .wire import TOOL, WIRES, Call, Wire

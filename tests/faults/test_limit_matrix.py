@@ -1,6 +1,6 @@
 """Size limits after output, and compressed streams: every wire protocol, real socket.
 
-Past a :class:`~zett_agent.limits.ReadLimits` limit a call that had output ends
+Past a :class:`~zett_agent.model._limits.ReadLimits` limit a call that had output ends
 INTERRUPTED with the text kept and ``detail["limit"]`` naming the limit; a whole
 body over ``max_body_bytes`` raises :class:`ResponseLimitError`, not retried. A
 gzip-compressed stream reads as the same answer.
@@ -14,10 +14,9 @@ from typing import Any
 import anyio
 import pytest
 
-from zett_agent import Model, StopReason, UserMessage
+from zett_agent import Model, ModelRequest, ModelResponse, StopReason, UserMessage
 from zett_agent.errors import ResponseLimitError
-from zett_agent.limits import ReadLimits
-from zett_agent.protocols.base import ModelRequest, ModelResponse
+from zett_agent.model import ReadLimits
 from zett_agent.testing import ReplayServer, Reply
 
 from .test_fault_matrix import TEXTS, unused

@@ -28,17 +28,17 @@ import anyio
 import pytest
 
 from zett_agent import (
+    AgentClient,
     AgentEventType,
     AssistantMessage,
+    Message,
     Model,
+    ModelRequest,
     StopReason,
     UserMessage,
     create_agent,
 )
-from zett_agent.client import AgentClient
 from zett_agent.errors import CallTimeoutError, PoolTimeoutError, TransportError
-from zett_agent.messages import Message
-from zett_agent.protocols.base import ModelRequest
 from zett_agent.testing import ReplayServer, Reply
 
 from .test_fault_matrix import TEXTS, unused, write_note
@@ -329,7 +329,7 @@ async def test_responses_encrypted_reasoning_items_are_progress(tmp_path: Path) 
 @pytest.fixture
 def no_timer(monkeypatch: pytest.MonkeyPatch) -> None:
     """The watchdog as under a backend other than asyncio: a cancel scope per read."""
-    from zett_agent import watchdog
+    from zett_agent.model import _watchdog as watchdog
 
     monkeypatch.setattr(watchdog, "asyncio_loop", lambda: None)
 

@@ -27,13 +27,13 @@ def _status(field: str) -> float:
 async def _main(url: str, provider: str, options: dict[str, Any]) -> dict[str, Any]:
     import anyio
 
-    from zett_agent.messages import UserMessage
-    from zett_agent.models import Model
-    from zett_agent.protocols.base import ModelRequest
+    from zett_agent._exchange import ModelRequest
+    from zett_agent._messages import UserMessage
+    from zett_agent.model._model import Model
 
     limits = options.pop("limits", None)
     if limits is not None:
-        from zett_agent.limits import ReadLimits
+        from zett_agent.model._limits import ReadLimits
 
         options["limits"] = ReadLimits(**limits)
     model = Model(provider, "m", base_url=url, api_key="test-key", **options)

@@ -4,7 +4,7 @@ The suite starts a test server for a scenario and runs ``python
 conformance_client.py URL`` (the scenario in ``MCP_CONFORMANCE_SCENARIO``, its
 data, such as pre-registered credentials, in ``MCP_CONFORMANCE_CONTEXT``). This
 uses zett's public API only: :class:`zett_agent.mcp.MCPTools` with the
-authorization of :mod:`zett_agent.mcp.auth`, an elicitation callback that accepts
+authorization of :mod:`zett_agent.mcp._auth`, an elicitation callback that accepts
 the schema's defaults, and an agent whose scripted model
 (:class:`zett_agent.testing.ScriptedModel`) calls every offered tool once, so each
 call passes the tool gate as a model's would. ``.ci/run`` runs the suite (see
@@ -22,16 +22,17 @@ from urllib.parse import urlsplit
 import anyio
 import httpx
 
-from zett_agent import ToolCall, create_agent
-from zett_agent.mcp import MCPServer, MCPTools
-from zett_agent.mcp.auth import (
+from zett_agent import ModelRequest, ToolCall, create_agent
+from zett_agent.mcp import (
+    ElicitationRequest,
+    ElicitationResponse,
+    MCPServer,
+    MCPTools,
     MemoryTokenStorage,
     client_credentials,
     identity_assertion,
     oauth,
 )
-from zett_agent.mcp.elicitation import ElicitationRequest, ElicitationResponse
-from zett_agent.protocols.base import ModelRequest
 from zett_agent.testing import ScriptedModel, ScriptedTurn, reply
 
 CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"

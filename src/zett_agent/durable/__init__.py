@@ -19,9 +19,10 @@ the crash. Workers on PostgreSQL: ``zett worker`` and :class:`DurableRuns`.
 This package imports the core and is never imported by it.
 """
 
-from zett_agent.durable.agent import DurableAgent, new_run_id
-from zett_agent.durable.approvals import DECIDED_WORKFLOW_NAME, decided_run_id
-from zett_agent.durable.runtime import (
+from zett_agent.durable._agent import DurableAgent, new_run_id
+from zett_agent.durable._approvals import DECIDED_WORKFLOW_NAME, decided_run_id
+from zett_agent.durable._runs import DurableRuns
+from zett_agent.durable._runtime import (
     APP_NAME,
     QUEUE_NAME,
     WORKFLOW_NAME,
@@ -30,7 +31,7 @@ from zett_agent.durable.runtime import (
     shutdown,
     system_database_next_to,
 )
-from zett_agent.durable.steps import TOOL_INTERRUPTED, idempotent
+from zett_agent.durable._steps import TOOL_INTERRUPTED, idempotent
 
 __all__ = [
     "APP_NAME",
@@ -40,6 +41,7 @@ __all__ = [
     "WORKFLOW_NAME",
     "DurableAgent",
     "DurableConfig",
+    "DurableRuns",
     "decided_run_id",
     "idempotent",
     "launch",

@@ -19,10 +19,10 @@ plain or an ``async`` method:
   a normal end, and after OTHER, which carries on like one (seed 001); not after
   REFUSAL, INTERRUPTED, MAX_OUTPUT, CONTEXT_FULL or PAUSED running out.
 * ``recover(context)`` — after every model call (a response, or an exception
-  with no output): return a :data:`~zett_agent.recovery.Recovery` to work around
+  with no output): return a :data:`~zett_agent.Recovery` to work around
   it — ``RetryRequest(request, model=None)``, ``ContinueWith(messages)`` or
   ``EndRun(stop)`` — or None. The first extension that answers wins. See
-  :mod:`zett_agent.recovery` for what the loop does and stores for each.
+  :mod:`zett_agent._recovery` for what the loop does and stores for each.
 
 Recovery extensions that ship (each off unless added): ``output_limit``
 (OutputLimitRecovery), ``compaction`` (ContextCompaction), ``convergence``
@@ -31,61 +31,66 @@ Recovery extensions that ship (each off unless added): ``output_limit``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-from zett_agent.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
-from zett_agent.protocols.base import ModelRequest, ModelResponse
-from zett_agent.recovery import (
-    ContinueWith,
-    EndRun,
-    Recovery,
-    RecoveryContext,
-    RecoveryRecord,
-    RetryRequest,
-)
+if TYPE_CHECKING:
+    from zett_agent._recovery import (
+        ContinueWith,
+        EndRun,
+        Recovery,
+        RecoveryContext,
+        RecoveryRecord,
+        RetryRequest,
+    )
+    from zett_agent.extensions._compaction import ContextCompaction
+    from zett_agent.extensions._convergence import ConvergenceGuard
+    from zett_agent.extensions._extension import Extension
+    from zett_agent.extensions._fallback import RefusalFallback
+    from zett_agent.extensions._output_limit import OutputLimitRecovery
+    from zett_agent.extensions._refusal_replay import RefusalReplay, RefusalReplayExtension
+
+_EXPORTS: dict[str, str] = {
+    "ContextCompaction": "zett_agent.extensions._compaction",
+    "ContinueWith": "zett_agent._recovery",
+    "ConvergenceGuard": "zett_agent.extensions._convergence",
+    "EndRun": "zett_agent._recovery",
+    "Extension": "zett_agent.extensions._extension",
+    "OutputLimitRecovery": "zett_agent.extensions._output_limit",
+    "Recovery": "zett_agent._recovery",
+    "RecoveryContext": "zett_agent._recovery",
+    "RecoveryRecord": "zett_agent._recovery",
+    "RefusalFallback": "zett_agent.extensions._fallback",
+    "RefusalReplay": "zett_agent.extensions._refusal_replay",
+    "RefusalReplayExtension": "zett_agent.extensions._refusal_replay",
+    "RetryRequest": "zett_agent._recovery",
+}
 
 __all__ = [
+    "ContextCompaction",
     "ContinueWith",
+    "ConvergenceGuard",
     "EndRun",
     "Extension",
+    "OutputLimitRecovery",
     "Recovery",
     "RecoveryContext",
     "RecoveryRecord",
+    "RefusalFallback",
+    "RefusalReplay",
+    "RefusalReplayExtension",
     "RetryRequest",
 ]
 
 
-class Extension:
-    """Base class of agent extensions; every hook does nothing by default."""
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'zett_agent.extensions' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # the next access is a plain attribute
+    return value
 
-    def before_model(self, request: ModelRequest) -> Any:
-        """Return a changed request, or None to keep it."""
-        return None
 
-    def after_model(self, response: ModelResponse) -> Any:
-        """Observe a model response (``response.stop`` is None for a normal end)."""
-        return None
-
-    def before_tool(self, call: ToolCall) -> Any:
-        """Return a ToolResultMessage to answer ``call`` without running the tool."""
-        return None
-
-    def after_tool(self, call: ToolCall, result: ToolResultMessage) -> Any:
-        """Return a replacement ToolResultMessage, or None to keep ``result``."""
-        return None
-
-    def pending_messages(self) -> Any:
-        """Return messages to add to the conversation before the next model call."""
-        return None
-
-    def on_complete(self, message: AssistantMessage, messages: Sequence[Message]) -> Any:
-        """Return a reason (str) to veto completion and run another turn. Called
-        after a normal end and after OTHER (which carries on); not after another
-        abnormal stop."""
-        return None
-
-    def recover(self, context: RecoveryContext) -> Any:
-        """Return a Recovery (RetryRequest, ContinueWith, EndRun) to act on this
-        model call, or None to leave it to the next extension and the loop."""
-        return None
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

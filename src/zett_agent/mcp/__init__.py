@@ -6,18 +6,18 @@
 * :class:`MCPTools` — connects to servers (``async with``), names their tools
   (namespacing collisions), offers them to an agent (:meth:`MCPTools.attach`) and
   lists them again when a server says they changed.
-* resources and prompts of the servers (:mod:`zett_agent.mcp.resources`),
-  authorization (:mod:`zett_agent.mcp.auth`: OAuth, client credentials, token
-  providers), elicitation (:mod:`zett_agent.mcp.elicitation`) and sampling
-  through zett's model layer (:mod:`zett_agent.mcp.sampling`), answered as
-  :mod:`zett_agent.mcp.asks` says.
+* resources and prompts of the servers (:mod:`zett_agent.mcp._resources`),
+  authorization (:mod:`zett_agent.mcp._auth`: OAuth, client credentials, token
+  providers), elicitation (:mod:`zett_agent.mcp._elicitation`) and sampling
+  through zett's model layer (:mod:`zett_agent.mcp._sampling`), answered as
+  :mod:`zett_agent.mcp._asks` says.
 * :class:`MCPTool` — the native :class:`~zett_agent.tools.Tool` an MCP tool becomes
-  (:mod:`zett_agent.mcp.convert`: the one conversion point, with the result
+  (:mod:`zett_agent.mcp._convert`: the one conversion point, with the result
   mapping), with a schema sanitized for the wire protocol
-  (:mod:`zett_agent.mcp.schema`).
+  (:mod:`zett_agent.mcp._schema`).
 
 A server's failures never escape the ``async with`` block
-(:mod:`zett_agent.mcp.connection`); a server that needs authorization raises
+(:mod:`zett_agent.mcp._connection`); a server that needs authorization raises
 :class:`~zett_agent.errors.MCPAuthorizationError` when entering it.
 
 The stop rules hold as for any tool: under REFUSAL and INTERRUPTED, and for a call
@@ -37,22 +37,38 @@ except ImportError as error:  # pragma: no cover - depends on the environment
 
 from zett_agent.errors import MCPAuthorizationError
 
-from .convert import MCPTool, result_text
-from .elicitation import ElicitationRequest, ElicitationResponse
-from .resources import MCPPrompt, MCPResource
-from .schema import sanitize_name, sanitize_schema
-from .server import MCPServer
-from .toolset import MCPTools
+from ._auth import (
+    FileTokenStorage,
+    MemoryTokenStorage,
+    ask_in_terminal,
+    bearer,
+    client_credentials,
+    identity_assertion,
+    oauth,
+)
+from ._convert import MCPTool, result_text
+from ._elicitation import ElicitationRequest, ElicitationResponse
+from ._resources import MCPPrompt, MCPResource
+from ._schema import sanitize_name, sanitize_schema
+from ._server import MCPServer
+from ._toolset import MCPTools
 
 __all__ = [
     "ElicitationRequest",
     "ElicitationResponse",
+    "FileTokenStorage",
     "MCPAuthorizationError",
     "MCPPrompt",
     "MCPResource",
     "MCPServer",
     "MCPTool",
     "MCPTools",
+    "MemoryTokenStorage",
+    "ask_in_terminal",
+    "bearer",
+    "client_credentials",
+    "identity_assertion",
+    "oauth",
     "result_text",
     "sanitize_name",
     "sanitize_schema",

@@ -1,20 +1,20 @@
 """Wire protocols, one module each: ``anthropic``, ``openai_chat``,
-``openai_responses``, ``gemini``, ``ollama``. See :mod:`zett_agent.protocols.base`."""
+``openai_responses``, ``gemini``, ``ollama``. See :mod:`zett_agent.protocols._base`."""
 
 from __future__ import annotations
 
 from importlib import import_module
 
-from zett_agent.protocols.base import WireProtocol
+from zett_agent.protocols._base import WireProtocol
 
 __all__ = ["PROTOCOLS", "get_protocol"]
 
 PROTOCOLS: dict[str, str] = {
-    "anthropic": "zett_agent.protocols.anthropic:AnthropicMessages",
-    "openai-chat": "zett_agent.protocols.openai_chat:OpenAIChat",
-    "openai-responses": "zett_agent.protocols.openai_responses:OpenAIResponses",
-    "gemini": "zett_agent.protocols.gemini:Gemini",
-    "ollama": "zett_agent.protocols.ollama:OllamaChat",
+    "anthropic": "zett_agent.protocols._anthropic:AnthropicMessages",
+    "openai-chat": "zett_agent.protocols._openai_chat:OpenAIChat",
+    "openai-responses": "zett_agent.protocols._openai_responses:OpenAIResponses",
+    "gemini": "zett_agent.protocols._gemini:Gemini",
+    "ollama": "zett_agent.protocols._ollama:OllamaChat",
 }
 """Protocol name -> ``module:class`` of its :class:`WireProtocol`."""
 

@@ -3,7 +3,7 @@
 Optional extra ``serve`` (Starlette + uvicorn); the core never imports this package.
 
 * :func:`create_app` (:mod:`.app`): the ASGI app for an
-  :class:`~zett_agent.agent.Agent` over a :class:`~zett_agent.sessions.SessionStore`,
+  :class:`~zett_agent.Agent` over a :class:`~zett_agent.sessions.SessionStore`,
   to run with uvicorn or mount in a host's own app.
 * :class:`UIMessageStream` (:mod:`.stream`): a run's events as the Vercel AI SDK's UI
   message stream protocol v1, usable on its own (sans-IO), with a ``data-stop``
@@ -16,10 +16,10 @@ Optional extra ``serve`` (Starlette + uvicorn); the core never imports this pack
 * :mod:`.security`: Host, Origin, token and size checks; ``static/``: the page.
 """
 
-from .app import ServeSettings, create_app
-from .failure import failure_text
-from .history import ui_messages
-from .stream import (
+from ._app import ServeSettings, create_app
+from ._failure import failure_text
+from ._history import ui_messages
+from ._stream import (
     FINISH_REASONS,
     UIMessageStream,
     approval_id,

@@ -2,7 +2,7 @@
 :class:`ScriptedModel` (no socket) and :class:`ReplayServer` (a real socket
 replaying recorded provider traffic)."""
 
-from zett_agent.testing.replay import RecordedRequest, ReplayServer, Reply
-from zett_agent.testing.scripted import ScriptedModel, ScriptedTurn, reply
+from zett_agent.testing._replay import RecordedRequest, ReplayServer, Reply
+from zett_agent.testing._scripted import ScriptedModel, ScriptedTurn, reply
 
 __all__ = ["RecordedRequest", "ReplayServer", "Reply", "ScriptedModel", "ScriptedTurn", "reply"]

@@ -17,8 +17,8 @@ Tool, as_tool``), as before the package existed.
 
 from __future__ import annotations
 
-from zett_agent.tools.definition import Tool, as_tool, error_result, idempotent, is_idempotent
-from zett_agent.tools.gate import (
+from zett_agent.tools._definition import Tool, as_tool, error_result, idempotent, is_idempotent
+from zett_agent.tools._gate import (
     DEFAULT_MAX_TOOL_ARGUMENT_CHARS,
     DEFAULT_MAX_TOOL_CALLS,
     DEFAULT_MAX_TOOL_RESULT_CHARS,
@@ -30,7 +30,7 @@ from zett_agent.tools.gate import (
     distinct_call_ids,
     is_cut_off,
 )
-from zett_agent.tools.outcomes import (
+from zett_agent.tools._outcomes import (
     CUT_OFF_ARGUMENTS,
     NOT_RUN,
     OUTCOME_UNKNOWN,

@@ -15,7 +15,7 @@ sent as HTTP errors). Every name is importable from here.
 
 from __future__ import annotations
 
-from .capabilities import (
+from ._capabilities import (
     NATIVE_OUTPUTS,
     PROTOCOL_MEDIA,
     PROTOCOL_NO_FORCED_TOOL_WITH_THINKING,
@@ -23,7 +23,7 @@ from .capabilities import (
     PROTOCOL_SERVER_TOOLS,
     PROTOCOL_STRUCTURED_OUTPUT,
 )
-from .fields import (
+from ._fields import (
     forced_tool_allowed,
     media_problem,
     output_fields,
@@ -31,8 +31,8 @@ from .fields import (
     reasoning_fields,
     server_tool_fields,
 )
-from .http_errors import dig, match_http_refusal, rate_limit_fields, reset_time
-from .rows import (
+from ._http_errors import dig, match_http_refusal, rate_limit_fields, reset_time
+from ._rows import (
     BUDGET,
     LEVEL_BUDGETS,
     REASONING_LEVELS,
@@ -47,7 +47,7 @@ from .rows import (
     StructuredOutput,
     Vendor,
 )
-from .table import VENDORS, get_vendor
+from ._table import VENDORS, get_vendor
 
 __all__ = [
     "BUDGET",

@@ -1,0 +1,334 @@
+"""The model client's connection pool: an httpx transport over aiohttp's connector.
+
+httpx's default pool (httpcore 1.0) walks every pooled connection, polling each
+socket, on every request and every release: its cost grows with the square of the
+calls in flight (``bench/pool.py``: 1,000 concurrent streams took 27 s of CPU,
+against 1.2 s over aiohttp's connector, which keeps idle connections per host in a
+deque). Every :class:`~zett_agent.model.Model` that makes its own client uses
+:class:`ModelTransport`; a host that passes ``client=`` keeps its own httpx client
+and pool. The API above the transport is httpx's (``httpx.AsyncClient``, its
+requests, responses, redirects, cookies, proxies from the environment), so the
+transport module, the watchdog, the size limits and the redirect rule of
+:mod:`zett_agent.model._transport` are the same whichever pool serves a call.
+
+What this adapter does that ``httpx-aiohttp`` 0.2.0 does not (each is tested):
+
+* **The clocks start where zett's do.** The request's ``trace`` extension is called
+  with ``http11.send_request_headers.started`` once a connection slot is held, so
+  the watchdog never counts the wait for a pooled connection (httpx-aiohttp never
+  calls it).
+* **Pool exhaustion is its own error.** The ``max_connections`` slots are an
+  ``asyncio.Semaphore`` held from the request until its response is closed; the wait
+  for one is bounded by the request's ``pool`` timeout and raises
+  ``httpx.PoolTimeout`` (httpx-aiohttp folds the wait into aiohttp's connect
+  timeout: a ``ConnectTimeout``, retried as if the provider were unreachable).
+* **What arrived before a failure is read.** aiohttp raises a dropped
+  connection's error before the bytes it buffered ahead of it; they are passed on
+  first (the text, the tool-call fragments before the drop), then the error.
+* **Errors mean what they say.** A server that closes the connection is
+  ``httpx.RemoteProtocolError`` (before the headers, or a body cut short), a reset
+  ``httpx.ReadError``, a failed connect ``httpx.ConnectError``, a connect timeout
+  ``httpx.ConnectTimeout``, a read timeout ``httpx.ReadTimeout`` (httpx-aiohttp maps
+  every ``ClientConnectionError``, a server disconnect included, to
+  ``ConnectTimeout``).
+
+Also: bytes are passed as they arrive, everything read so far in one piece (HTTP
+chunk boundaries mean nothing to SSE or NDJSON, and fewer, larger pieces are less
+work for every layer above; the transport counts its limits per event, not per
+piece), bodies are
+never decompressed here (the transport inflates them with its own bounded
+inflater), redirects are never followed here (httpx and the redirect rule do it),
+cookies are httpx's (aiohttp's jar is a dummy), response header lines may be up to
+64 KiB. Idle connections close after ``keepalive_expiry``; aiohttp keeps no count
+limit on them (``max_keepalive_connections`` is not used).
+
+aiohttp runs on asyncio only and is imported by the first request (about 130 ms
+once per process; so is the TLS context): under another anyio backend (trio) the
+transport hands requests to httpx's own transport. A transport serves the event
+loop it first ran on; used from a new loop it opens a new pool for it (the old
+loop's connections cannot be used from another loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+import weakref
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+if TYPE_CHECKING:
+    import aiohttp
+
+__all__ = ["DEFAULT_LIMITS", "ModelTransport"]
+
+DEFAULT_LIMITS = httpx.Limits(max_connections=100)
+"""A transport's limits when none are given (a Model passes its own ``max_connections``)."""
+
+MAX_HEADER_LINE = 64 * 1024
+"""The longest response status or header line, in bytes (aiohttp's default: 8190)."""
+
+
+class ModelTransport(httpx.AsyncBaseTransport):
+    """An ``httpx.AsyncBaseTransport`` over one aiohttp connector per event loop.
+
+    Args:
+        limits: ``max_connections`` (None: no limit) and ``keepalive_expiry``.
+        ssl_context: a TLS context, or a function returning one (called by the
+            first https request, so making a transport loads no CA bundle).
+
+    Use it as ``httpx.AsyncClient(transport=ModelTransport(...))``.
+    """
+
+    def __init__(
+        self,
+        *,
+        limits: httpx.Limits = DEFAULT_LIMITS,
+        ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
+    ) -> None:
+        self.limits = limits
+        self._ssl = ssl_context
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._slots: asyncio.Semaphore | None = None
+        self._fallback: httpx.AsyncHTTPTransport | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._timeouts: dict[tuple[float | None, float | None], Any] = {}
+
+    # ------------------------------------------------------------ set-up
+
+    def _context(self) -> ssl.SSLContext | None:
+        if callable(self._ssl):
+            self._ssl = self._ssl()
+        return self._ssl
+
+    def _open(self, loop: asyncio.AbstractEventLoop) -> aiohttp.ClientSession:
+        import aiohttp
+
+        if self._session is not None:
+            _abandon(self._session)  # another loop's: its connections cannot serve this one
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        connector = aiohttp.TCPConnector(
+            limit=0,  # the slots below bound the connections
+            keepalive_timeout=self.limits.keepalive_expiry or 0.0,
+        )
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            auto_decompress=False,
+            max_line_size=MAX_HEADER_LINE,
+            max_field_size=MAX_HEADER_LINE,
+        )
+        # a transport dropped without aclose() (an agent never closed) closes its
+        # connections quietly, as httpx's pool does, instead of aiohttp's report
+        self._finalizer = weakref.finalize(self, _abandon, self._session)
+        limit = self.limits.max_connections
+        self._slots = asyncio.Semaphore(limit) if limit is not None else None
+        self._loop = loop
+        self._timeouts.clear()
+        return self._session
+
+    def _timeout(self, connect: float | None, read: float | None) -> Any:
+        key = (connect, read)
+        timeout = self._timeouts.get(key)
+        if timeout is None:
+            import aiohttp
+
+            timeout = self._timeouts[key] = aiohttp.ClientTimeout(
+                total=None, connect=None, sock_connect=connect, sock_read=read
+            )
+        return timeout
+
+    def _httpx(self) -> httpx.AsyncHTTPTransport:
+        if self._fallback is None:
+            self._fallback = httpx.AsyncHTTPTransport(
+                verify=self._context() or True, limits=self.limits
+            )
+        return self._fallback
+
+    # ------------------------------------------------------------ requests
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # trio: aiohttp needs asyncio
+            return await self._httpx().handle_async_request(request)
+        session = self._session
+        if session is None or loop is not self._loop or session.closed:
+            session = self._open(loop)
+        timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
+        slots = self._slots
+        if slots is not None:
+            if slots.locked():
+                try:
+                    async with asyncio.timeout(timeouts.get("pool")):
+                        await slots.acquire()
+                except TimeoutError:
+                    raise httpx.PoolTimeout(
+                        f"no free connection within the pool timeout "
+                        f"(max_connections={self.limits.max_connections})",
+                        request=request,
+                    ) from None
+            else:
+                await slots.acquire()
+        try:
+            trace = request.extensions.get("trace")
+            if trace is not None:
+                await trace("http11.send_request_headers.started", {"request": request})
+            headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
+            body: Any
+            try:
+                body = request.content or None
+            except httpx.RequestNotRead:
+                body = _chunks(request.stream)  # type: ignore[arg-type]
+                headers = [(k, v) for k, v in headers if k.lower() != "transfer-encoding"]
+            try:
+                response = await session.request(
+                    request.method,
+                    str(request.url),
+                    headers=headers,
+                    data=body,
+                    allow_redirects=False,
+                    timeout=self._timeout(timeouts.get("connect"), timeouts.get("read")),
+                    ssl=(self._context() or True) if request.url.scheme == "https" else True,
+                    server_hostname=request.extensions.get("sni_hostname"),
+                )
+            except Exception as error:
+                raise _mapped(error, request, before_headers=True) from error
+        except BaseException:
+            if slots is not None:
+                slots.release()
+            raise
+        extensions: dict[str, Any] = {"http_version": b"HTTP/1.1"}
+        if response.reason:
+            extensions["reason_phrase"] = response.reason.encode("latin-1", "replace")
+        return httpx.Response(
+            status_code=response.status,
+            headers=response.raw_headers,
+            stream=_Body(response, request, slots),
+            request=request,
+            extensions=extensions,
+        )
+
+    async def aclose(self) -> None:
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        session, self._session = self._session, None
+        if session is not None and not session.closed:
+            try:
+                running = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+            if running is self._loop:
+                await session.close()
+            else:
+                _abandon(session)
+        if self._fallback is not None:
+            await self._fallback.aclose()
+
+
+class _Body(httpx.AsyncByteStream):
+    """A response body as aiohttp reads it; closing it gives back the slot."""
+
+    __slots__ = ("_request", "_response", "_slots")
+
+    def __init__(
+        self,
+        response: aiohttp.ClientResponse,
+        request: httpx.Request,
+        slots: asyncio.Semaphore | None,
+    ) -> None:
+        self._response = response
+        self._request = request
+        self._slots = slots
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        readany = self._response.content.readany
+        try:
+            while data := await readany():
+                yield data
+        except Exception as error:
+            # aiohttp raises a failure before handing out what arrived ahead of it
+            # (text before a dropped connection): that goes first, as httpcore does
+            rest = _buffered(self._response.content)
+            if rest:
+                yield rest
+            raise _mapped(error, self._request, before_headers=False) from error
+
+    async def aclose(self) -> None:
+        response = self._response
+        try:
+            if response.content.at_eof():
+                response.release()  # the connection goes back to the pool
+            else:
+                response.close()  # a body not read to its end: the connection is closed
+        finally:
+            slots, self._slots = self._slots, None
+            if slots is not None:
+                slots.release()
+
+
+def _buffered(content: Any) -> bytes:
+    """The bytes a failed aiohttp body still holds unread (its buffer: aiohttp 3.x)."""
+    buffer = getattr(content, "_buffer", None)
+    if not buffer:
+        return b""
+    data = b"".join(buffer)
+    buffer.clear()
+    return data
+
+
+def _abandon(session: aiohttp.ClientSession) -> None:
+    """Close a session that cannot be awaited (its loop is gone or another thread's):
+    its sockets are closed without the shutdown handshake, and aiohttp does not
+    report it as unclosed when it is collected."""
+    if session.closed:
+        return
+    connector = session.connector
+    session.detach()
+    close = getattr(connector, "_close", None)  # aiohttp 3.x: close()'s synchronous part
+    if close is not None:
+        with contextlib.suppress(Exception):  # a loop already torn down
+            close(abort_ssl=True)
+
+
+async def _chunks(stream: httpx.AsyncByteStream) -> AsyncIterator[bytes]:
+    async for chunk in stream:
+        yield chunk
+
+
+def _mapped(error: Exception, request: httpx.Request, *, before_headers: bool) -> Exception:
+    """The httpx exception for an aiohttp one (most specific first)."""
+    import aiohttp
+
+    text = str(error) or type(error).__name__
+    kind: type[httpx.TransportError]
+    if isinstance(error, aiohttp.ServerDisconnectedError):
+        kind = httpx.RemoteProtocolError
+        if before_headers:
+            text = "Server disconnected without sending a response."
+    elif isinstance(error, aiohttp.ConnectionTimeoutError):
+        kind = httpx.ConnectTimeout
+    elif isinstance(error, aiohttp.ServerTimeoutError):
+        kind = httpx.ReadTimeout
+    elif isinstance(error, aiohttp.ClientProxyConnectionError):
+        kind = httpx.ProxyError
+    elif isinstance(error, aiohttp.ClientConnectorError):
+        kind = httpx.ConnectError
+    elif isinstance(error, aiohttp.ClientPayloadError):
+        kind = httpx.RemoteProtocolError  # the body ended before its declared end
+    elif isinstance(error, aiohttp.ClientResponseError):
+        kind = httpx.RemoteProtocolError  # not HTTP, or a header line over the limit
+    elif isinstance(error, aiohttp.NonHttpUrlClientError | aiohttp.InvalidURL):
+        kind = httpx.UnsupportedProtocol
+    elif isinstance(error, aiohttp.ClientConnectionError | OSError):
+        kind = httpx.ReadError  # a reset, a closed transport
+    elif isinstance(error, asyncio.TimeoutError):
+        kind = httpx.ReadTimeout
+    else:
+        return error
+    return kind(text, request=request)

@@ -1,0 +1,219 @@
+"""Between a run and a client: a bounded queue, and a slow reader's limit.
+
+:class:`UIStreamResponse` streams a run's UI message chunks (:func:`chunks`) through
+a queue bounded by ``ServeSettings.stream_buffer_bytes``: the run reads on while the
+client keeps up; when the queue is full the run waits, and a client that reads
+nothing for ``slow_client_timeout`` seconds is dropped (its run is cancelled and
+stored as INTERRUPTED, as any disconnect).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import aclosing
+
+import anyio
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+from zett_agent._events import AgentEvent
+from zett_agent._resume import cancelling
+from zett_agent.tools._approvals import Decision
+
+from ._context import ServeSettings
+from ._failure import failure_text
+from ._stream import DONE, UI_MESSAGE_STREAM_HEADERS, ToolCallIds, UIMessageStream, sse
+
+logger = logging.getLogger("zett_agent.serve")
+
+# ---------------------------------------------------------------- streaming
+
+
+class UIStreamResponse(StreamingResponse):
+    """A UI message stream that cancels its run when the client goes away.
+
+    The run's chunks go into a bounded queue (``settings.stream_buffer_bytes``) that
+    another task sends from, while the request's ``receive`` is watched: on
+    ``http.disconnect`` (or a failed send) the run is cancelled, which stores the
+    answer so far as INTERRUPTED (cancelled). A client that stops reading fills the
+    queue; when the run has waited ``settings.slow_client_timeout`` for room, it is
+    cancelled the same way, with ``detail["limit"] == "slow_client_timeout"`` and the
+    reason as the stop's message, and the connection is closed. What is queued is
+    sent in one write. ``on_close`` is called once, as soon as the run has ended
+    (its tail may still be on its way to the client) or the response ends first
+    (the server frees the session). ``events``: a run's events already started (their first
+    event was read), closed at the end too, even when ``chunks`` never started.
+    """
+
+    def __init__(
+        self,
+        chunks: AsyncGenerator[bytes, None],
+        on_close: Callable[[], None],
+        settings: ServeSettings | None = None,
+        events: AsyncGenerator[AgentEvent, None] | None = None,
+    ) -> None:
+        super().__init__(chunks, headers=dict(UI_MESSAGE_STREAM_HEADERS))
+        self._chunks = chunks
+        self._on_close = on_close
+        self._settings = settings or ServeSettings()
+        self._events = events
+        self._released = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # The run is read here, in the request's own task (where the route may have
+        # read its first event: a session lock taken there must be released there);
+        # a second task writes to the client, so a client that does not read blocks
+        # only the writer, and the run is cancelled after slow_client_timeout.
+        settings = self._settings
+        outbox = _Outbox(settings.stream_buffer_bytes)
+        try:
+            async with anyio.create_task_group() as group:
+
+                async def watch() -> None:
+                    while (await receive())["type"] != "http.disconnect":
+                        pass
+                    group.cancel_scope.cancel()
+
+                async def deliver() -> None:
+                    try:
+                        await send(
+                            {
+                                "type": "http.response.start",
+                                "status": 200,
+                                "headers": self.raw_headers,
+                            }
+                        )
+                        while (data := await outbox.get()) is not None:
+                            await send(
+                                {"type": "http.response.body", "body": data, "more_body": True}
+                            )
+                        if not outbox.stalled:
+                            await send(
+                                {"type": "http.response.body", "body": b"", "more_body": False}
+                            )
+                    except OSError:  # the client went away while we wrote
+                        pass
+                    group.cancel_scope.cancel()
+
+                group.start_soon(watch)
+                group.start_soon(deliver)
+                try:
+                    async with aclosing(self._chunks) as chunks:
+                        async for data in chunks:
+                            if not await outbox.put(data, settings.slow_client_timeout):
+                                why = (
+                                    f"the client read nothing for "
+                                    f"{settings.slow_client_timeout:g} s with "
+                                    f"{settings.stream_buffer_bytes} bytes of the stream "
+                                    f"waiting (slow_client_timeout)"
+                                )
+                                logger.warning("cancelling a run: %s", why)
+                                # shielded: a disconnect now must not cut the
+                                # run's own cleanup (the stop it stores) short
+                                with (
+                                    anyio.CancelScope(shield=True),
+                                    cancelling("slow_client_timeout", why),
+                                ):
+                                    await chunks.aclose()
+                                outbox.stalled = True
+                                group.cancel_scope.cancel()  # the writer waits on the client
+                                break
+                finally:
+                    outbox.close()
+                # the run is over: the session is free while its tail is written
+                # (a client that stops reading now holds no session)
+                self._release()
+        finally:
+            try:
+                if self._events is not None:
+                    with anyio.CancelScope(shield=True):
+                        await self._events.aclose()
+            finally:
+                self._release()
+
+    def _release(self) -> None:
+        if not self._released:
+            self._released = True
+            self._on_close()
+
+
+class _Outbox:
+    """The queue between a run and its response: bytes not yet sent, at most
+    ``limit`` of them (one chunk larger than that waits for an empty queue)."""
+
+    __slots__ = ("_items", "_limit", "_ready", "_room", "_size", "done", "stalled")
+
+    def __init__(self, limit: int) -> None:
+        self._items: deque[bytes] = deque()
+        self._limit = limit
+        self._size = 0
+        self._ready = anyio.Event()  # set: something to send, or done
+        self._room = anyio.Event()  # set: the sender took what was queued
+        self.done = False
+        self.stalled = False  # the run was cancelled for a client that did not read
+
+    def _full(self, size: int) -> bool:
+        return self._size > 0 and self._size + size > self._limit
+
+    async def put(self, data: bytes, timeout: float) -> bool:
+        """Queue ``data``; False when the queue stayed full for ``timeout`` seconds."""
+        if self._full(len(data)):
+            with anyio.move_on_after(timeout):
+                while self._full(len(data)):
+                    self._room = anyio.Event()
+                    await self._room.wait()
+            if self._full(len(data)):
+                return False
+        self._items.append(data)
+        self._size += len(data)
+        self._ready.set()
+        return True
+
+    async def get(self) -> bytes | None:
+        """Everything queued, joined (None once the run is done and all is sent)."""
+        while not self._items:
+            if self.done:
+                return None
+            self._ready = anyio.Event()
+            await self._ready.wait()
+        items = self._items
+        data = items.popleft() if len(items) == 1 else b"".join(items)
+        items.clear()
+        self._size = 0
+        self._room.set()
+        return data
+
+    def close(self) -> None:
+        self.done = True
+        self._ready.set()
+
+
+async def chunks(
+    events: AsyncGenerator[AgentEvent, None],
+    message_id: str,
+    tool_ids: ToolCallIds | None = None,
+    answered: Sequence[tuple[str, str, Decision]] = (),
+) -> AsyncGenerator[bytes, None]:
+    """The SSE bytes of one run: the encoder's chunks, then ``[DONE]``. ``tool_ids``
+    and ``answered``: a run that goes on in a message streamed before (its tool call
+    ids; the approvals it answers). An error ends the message with an ``error``
+    chunk whose text says what kind of failure it was (:func:`.failure.failure_text`;
+    the details go to the log); a cancellation propagates (the client is gone)."""
+    encoder = UIMessageStream(message_id, tool_ids)
+    opening = encoder.start() + encoder.approval_responses(answered)
+    if opening:  # start itself waits for the first part (UIMessageStream)
+        yield b"".join(map(sse, opening))
+    try:
+        async with aclosing(events) as run:
+            async for event in run:
+                chunks = encoder.feed(event)
+                if chunks:  # one write per event
+                    yield b"".join(map(sse, chunks))
+    except Exception as error:
+        logger.warning("run of UI message %s failed: %r", message_id, error)
+        yield b"".join(map(sse, encoder.fail(failure_text(error))))
+    else:
+        yield b"".join(map(sse, encoder.finish()))
+    yield DONE

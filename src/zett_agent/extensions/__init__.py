@@ -31,8 +31,9 @@ Recovery extensions that ship (each off unless added): ``output_limit``
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from zett_agent._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from zett_agent._recovery import (
@@ -83,14 +84,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'zett_agent.extensions' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value  # the next access is a plain attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports("zett_agent.extensions", _EXPORTS, globals())

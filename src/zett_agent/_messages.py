@@ -4,7 +4,8 @@ Four kinds, told apart by ``role`` in their stored form: :class:`UserMessage`,
 :class:`AssistantMessage`, :class:`ToolResultMessage` and :class:`SystemMessage`.
 They are frozen dataclasses; :func:`message_to_dict` / :func:`message_from_dict`
 turn them into JSON-compatible dicts and back (validated by pydantic). A stored
-assistant message with no ``stop`` key loads with ``stop is None``.
+assistant message with no ``stop`` key loads with ``stop is None``; its ``stop`` is
+written and read by :meth:`StopInfo.to_dict` / :meth:`StopInfo.from_dict`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 
 
 from zett_agent._parts import BlobReader, Part, parts_from_json, parts_to_json
-from zett_agent.stop import AgentStopError, StopInfo
+from zett_agent.stop import AgentStopError, StopInfo, StopReason
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -410,6 +411,7 @@ class _Adapters(dict[str, "TypeAdapter[Any]"]):
 
 
 _ADAPTER = _Adapters()
+_REASONS = frozenset(reason.value for reason in StopReason)
 
 
 def message_to_dict(
@@ -432,6 +434,10 @@ def message_to_dict(
             body["parts"] = parts_to_json(message.parts, blobs)
     else:
         body = _ADAPTER[role].dump_python(message, mode="json")
+        if isinstance(message, AssistantMessage) and message.stop is not None:
+            # StopInfo.to_dict's form, in place (the key order stays), detail as
+            # pydantic made it JSON (tuples as lists)
+            body["stop"] = {**message.stop.to_dict(), "detail": body["stop"]["detail"]}
     if body.get("output") is not None:  # a typed value, in its JSON form
         body["output"] = storable_json(body["output"])
     return {"role": role, **body}
@@ -447,6 +453,7 @@ def message_from_dict(data: Mapping[str, Any], reader: BlobReader | None = None)
     rest = dict(data)
     role = rest.pop("role", None)
     stored_parts = rest.pop("parts", None)
+    stored_stop = rest.pop("stop", None) if role == "assistant" else None
     adapter = _ADAPTER.get(role) if isinstance(role, str) else None
     if adapter is None:
         raise ValueError(f"not a stored message (role={role!r})")
@@ -461,6 +468,15 @@ def message_from_dict(data: Mapping[str, Any], reader: BlobReader | None = None)
             message = replace(message, parts=parts_from_json(stored_parts, reader))
         except ValueError as error:
             raise ValueError(f"stored {role} message has invalid parts: {error}") from error
+    if stored_stop is not None and isinstance(message, AssistantMessage):
+        try:
+            if isinstance(stored_stop, Mapping) and stored_stop.get("reason") not in _REASONS:
+                # kept as it was: a stored message's stop has a reason this version
+                # knows (StopInfo.from_dict alone would read it as OTHER)
+                raise ValueError(f"unknown reason {stored_stop.get('reason')!r}")
+            message = replace(message, stop=StopInfo.from_dict(stored_stop))
+        except ValueError as error:
+            raise ValueError(f"stored {role} message has an invalid stop: {error}") from error
     return message.storable() if isinstance(message, AssistantMessage) else message
 
 

@@ -114,7 +114,7 @@ async def sample(
             response = item
     assert response is not None, "a model's stream ends with its response"
     stop = response.stop or StopInfo(StopReason.END_TURN)
-    meta = {STOP_META: {"reason": stop.reason.value, "raw": stop.raw, "category": stop.category}}
+    meta = {STOP_META: stop.to_dict(fields=("reason", "raw", "category"))}
     return mcp_types.CreateMessageResult(
         role="assistant",
         content=mcp_types.TextContent(type="text", text=redact(response.text)),

@@ -158,15 +158,10 @@ def stop_data(stop: StopInfo) -> dict[str, Any]:
     and ``raw`` as strings, ``detail`` a JSON object with ``withheld_tool_calls``
     when calls were withheld) and ``describe``, the one-line text of
     :meth:`StopInfo.describe`."""
-    return {
-        "reason": stop.reason.value,
-        "raw": stop.raw,
-        "category": stop.category,
-        "message": stop.message,
-        "recommended_model": stop.recommended_model,
-        "detail": dict(stop.detail),
-        "describe": stop.describe(),
-    }
+    return stop.to_dict(describe=True)
+
+
+_METADATA_FIELDS = ("reason", "raw", "category", "message")
 
 
 def stop_metadata(stop: StopInfo | None) -> dict[str, Any] | None:
@@ -174,12 +169,7 @@ def stop_metadata(stop: StopInfo | None) -> dict[str, Any] | None:
     ``message`` of ``stop`` (None for none)."""
     if stop is None:
         return None
-    return {
-        "reason": stop.reason.value,
-        "raw": stop.raw,
-        "category": stop.category,
-        "message": stop.message,
-    }
+    return stop.to_dict(fields=_METADATA_FIELDS)
 
 
 def message_metadata(finish: str | None, stop: StopInfo | None) -> dict[str, Any]:

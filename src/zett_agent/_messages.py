@@ -14,7 +14,9 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias
+
+from typing_extensions import TypeVar
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -310,9 +312,23 @@ class ToolResultMessage:
             object.__setattr__(self, "parts", tuple(self.parts))
 
 
+OutputT_co = TypeVar("OutputT_co", covariant=True, default=Any)
+"""The type of ``AssistantMessage.output``; ``Any`` when not said (a bare
+``AssistantMessage``: a message of a history or loaded from a store, whose
+output is whatever JSON was stored)."""
+
+
 @dataclass(frozen=True)
-class AssistantMessage:
+class AssistantMessage(Generic[OutputT_co]):
     """One answer of the model.
+
+    Generic in the type of ``output``: ``AssistantMessage[City]`` is what a run
+    with ``output_type=City`` returns, ``AssistantMessage[None]`` a run with no
+    output type (its ``output`` is always None), and a bare ``AssistantMessage``
+    (``AssistantMessage[Any]``) a message whose output type is not known
+    statically: one of a history, loaded from a store, or of a run whose
+    ``output_type`` is a JSON-schema dict. The parameter is for type checkers
+    only: the class, its fields and its stored form are the same for all.
 
     Attributes:
         text: the visible text (a refusal text is kept here too).
@@ -336,9 +352,12 @@ class AssistantMessage:
             (``AgentRunConfig.cost`` or a budget); None: not priced.
         output: the typed value of a structured run's final answer
             (``output_type``, :mod:`zett_agent._structured`); None for any other
-            answer. Stored as its JSON form: a loaded message holds that JSON,
-            made the type again by ``AgentClient.messages(..., output_type=...)``
-            or :meth:`OutputType.load <zett_agent._output.OutputType.load>`.
+            answer, so typed ``OutputT_co | None``: a structured run whose answer
+            stopped abnormally (a refusal, a cut-off) has no value either (check
+            ``stop``, or call :meth:`raise_for_stop`). Stored as its JSON form: a
+            loaded message holds that JSON, made the type again by
+            ``AgentClient.messages(..., output_type=...)`` or
+            :meth:`OutputType.load <zett_agent._output.OutputType.load>`.
     """
 
     text: str = ""
@@ -351,19 +370,20 @@ class AssistantMessage:
     provider_record: Mapping[str, Any] | None = None
     attempts: tuple[ModelAttempt, ...] = ()
     cost: Cost | None = None
-    output: Any = None
+    output: OutputT_co | None = None
 
-    def raise_for_stop(self) -> AssistantMessage:
+    def raise_for_stop(self) -> AssistantMessage[OutputT_co]:
         """Return this message, or raise :class:`AgentStopError` if it did not end normally."""
         if self.stop is not None and not self.stop.ok:
             raise AgentStopError(self.stop, self)
         return self
 
-    def replace(self, **changes: Any) -> AssistantMessage:
-        """A copy with ``changes`` applied."""
+    def replace(self, **changes: Any) -> AssistantMessage[Any]:
+        """A copy with ``changes`` applied (``output`` among them may be of another
+        type, hence ``AssistantMessage[Any]``)."""
         return replace(self, **changes)
 
-    def storable(self) -> AssistantMessage:
+    def storable(self) -> AssistantMessage[OutputT_co]:
         """This message, or a copy whose ``provider_record`` and ``stop.detail`` are
         made strict JSON nested at most :data:`MAX_JSON_DEPTH` levels (see
         :func:`storable_json`), so it can be stored, loaded and sent again."""

@@ -31,7 +31,7 @@ provider's value) and ``category`` (e.g. a refusal's policy category).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, assert_never
 
 import mcp_types
 
@@ -58,8 +58,16 @@ def stop_reason(stop: StopInfo, protocol_version: str | None = None) -> str:
         case StopReason.TOOL_USE:
             modern = protocol_version is None or protocol_version >= _TOOL_USE_SINCE
             return "toolUse" if modern else "tool_use"
-        case _:
+        case (
+            StopReason.CONTEXT_FULL
+            | StopReason.REFUSAL
+            | StopReason.INTERRUPTED
+            | StopReason.PAUSED
+            | StopReason.OTHER
+        ):
             return stop.reason.value
+        case _:
+            assert_never(stop.reason)
 
 
 def _text_of(content: Any) -> str:

@@ -78,7 +78,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, assert_never
 
 from pydantic_core import to_jsonable_python
 
@@ -340,14 +340,17 @@ class UIMessageStream:
                 self.step_open = True
                 self._streamed = False
                 out.append({"type": "start-step"})
-            case AgentEventType.TEXT_DELTA if event.text:
-                self._streamed = True
-                out += self._text(event.text)
-            case AgentEventType.REASONING_DELTA if event.text:
-                self._streamed = True
-                out += self._reasoning(event.text)
-            case AgentEventType.MODEL_COMPLETED if event.message is not None:
-                out += self._completed(event.message)
+            case AgentEventType.TEXT_DELTA:
+                if event.text:
+                    self._streamed = True
+                    out += self._text(event.text)
+            case AgentEventType.REASONING_DELTA:
+                if event.text:
+                    self._streamed = True
+                    out += self._reasoning(event.text)
+            case AgentEventType.MODEL_COMPLETED:
+                if event.message is not None:
+                    out += self._completed(event.message)
             case (
                 AgentEventType.MODEL_STOPPED
                 | AgentEventType.MAX_TURNS_REACHED
@@ -355,26 +358,41 @@ class UIMessageStream:
             ):
                 if event.stop is not None:
                     out.append({"type": "data-stop", "data": stop_data(event.stop)})
-            case AgentEventType.TOOL_CALL_COMPLETED if event.tool_result is not None:
-                out += self._tool_output(event.tool_result)
-            case AgentEventType.TOOL_APPROVAL_REQUESTED if (
-                event.tool_call is not None and event.approval is not None
-            ):
-                out += self._approval_request(event.approval, event.tool_call)
-            case AgentEventType.TOOL_INPUT_REQUESTED if event.data is not None:
-                # an MCP server asks the person (zett_agent.mcp._elicitation): the
-                # page shows a form and posts to /api/elicitations/{id}
-                data = dict(event.data)
-                out.append({"type": "data-elicitation", "id": str(data.get("id")), "data": data})
-            case AgentEventType.PARTIAL_OUTPUT if event.output is not None:
-                out.append(output_data(event.output, partial=True))
+            case AgentEventType.TOOL_CALL_COMPLETED:
+                if event.tool_result is not None:
+                    out += self._tool_output(event.tool_result)
+            case AgentEventType.TOOL_APPROVAL_REQUESTED:
+                if event.tool_call is not None and event.approval is not None:
+                    out += self._approval_request(event.approval, event.tool_call)
+            case AgentEventType.TOOL_INPUT_REQUESTED:
+                if event.data is not None:
+                    # an MCP server asks the person (zett_agent.mcp._elicitation): the
+                    # page shows a form and posts to /api/elicitations/{id}
+                    data = dict(event.data)
+                    out.append(
+                        {"type": "data-elicitation", "id": str(data.get("id")), "data": data}
+                    )
+            case AgentEventType.PARTIAL_OUTPUT:
+                if event.output is not None:
+                    out.append(output_data(event.output, partial=True))
             case AgentEventType.RUN_COMPLETED:
                 self.final_stop = event.stop
                 self.waiting = event.approval is not None
                 if event.output is not None:
                     out.append(output_data(event.output, partial=False))
+            case (
+                AgentEventType.RUN_STARTED
+                | AgentEventType.TOOL_CALL_DELTA  # held: the call is sent whole
+                | AgentEventType.TOOL_CALL_STARTED
+                | AgentEventType.OUTPUT_INVALID
+                | AgentEventType.TOOL_OUTCOME_UNKNOWN
+                | AgentEventType.TOOL_PROGRESS
+                | AgentEventType.TOOL_LOG
+                | AgentEventType.RUN_FAILED
+            ):
+                pass
             case _:
-                pass  # RUN_STARTED, TOOL_CALL_DELTA (held), TOOL_CALL_STARTED, RUN_FAILED
+                assert_never(kind)
         return out
 
     def finish(self) -> list[Chunk]:

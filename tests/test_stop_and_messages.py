@@ -121,3 +121,61 @@ def test_retry_after_as_seconds_milliseconds_or_http_date() -> None:
     assert waited is not None and 25 <= waited <= 30
     assert retry_after_seconds({"retry-after": "soon"}) is None
     assert retry_after_seconds({}) is None
+
+
+def test_stop_dict_round_trip() -> None:
+    stop = StopInfo(
+        StopReason.REFUSAL,
+        raw="refusal",
+        category="cyber",
+        message="declined",
+        recommended_model="claude-x",
+        detail={"withheld_tool_calls": ["search"]},
+    )
+    data = stop.to_dict()
+    assert list(data) == ["reason", "raw", "category", "message", "recommended_model", "detail"]
+    assert data["reason"] == "refusal"
+    assert StopInfo.from_dict(data) == stop
+    assert StopInfo.from_dict(json.loads(json.dumps(data))) == stop
+    described = stop.to_dict(describe=True)
+    assert described["describe"] == stop.describe() and list(described)[-1] == "describe"
+    assert StopInfo.from_dict(described) == stop  # "describe" is ignored
+    short = stop.to_dict(fields=("reason", "raw", "category"))
+    assert short == {"reason": "refusal", "raw": "refusal", "category": "cyber"}
+    assert StopInfo.from_dict(short) == StopInfo(StopReason.REFUSAL, "refusal", "cyber")
+    for reason in StopReason:
+        assert StopInfo.from_dict(StopInfo(reason).to_dict()) == StopInfo(reason)
+
+
+def test_stop_dict_of_an_older_shape_loads() -> None:
+    # before category, message, recommended_model and detail existed
+    assert StopInfo.from_dict({"reason": "max_output", "raw": "length"}) == StopInfo(
+        StopReason.MAX_OUTPUT, raw="length"
+    )
+    assert StopInfo.from_dict({"reason": "refusal", "detail": None}).detail == {}
+    old = {"role": "assistant", "text": "cut", "stop": {"reason": "max_output", "raw": "length"}}
+    message = message_from_dict(old)
+    assert isinstance(message, AssistantMessage)
+    assert message.stop == StopInfo(StopReason.MAX_OUTPUT, raw="length")
+
+
+def test_stop_dict_with_an_unknown_reason_is_other_with_the_value_kept() -> None:
+    assert StopInfo.from_dict({"reason": "overthinking"}) == StopInfo(
+        StopReason.OTHER, raw="overthinking"
+    )
+    kept = StopInfo.from_dict({"reason": "overthinking", "raw": "OVERTHINK"})
+    assert kept.reason is StopReason.OTHER and kept.raw == "OVERTHINK"
+    assert kept.detail == {"stored_reason": "overthinking"}
+
+
+def test_stop_dict_that_is_not_a_stop_is_a_value_error() -> None:
+    for bad in ({}, {"reason": 3}, {"reason": "refusal", "raw": 5}, {"reason": "x", "detail": []}):
+        with pytest.raises(ValueError, match="stored stop"):
+            StopInfo.from_dict(bad)
+
+
+def test_stored_message_stop_is_the_to_dict_form() -> None:
+    stop = StopInfo(StopReason.PAUSED, raw="pause_turn", detail={"calls": ("a", "b")})
+    stored = message_to_dict(AssistantMessage("x", stop=stop))
+    assert stored["stop"] == {**stop.to_dict(), "detail": {"calls": ["a", "b"]}}
+    assert list(stored)[:4] == ["role", "text", "tool_calls", "stop"]

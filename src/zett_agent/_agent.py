@@ -78,7 +78,9 @@ from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequenc
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, Generic, Self, overload
+
+from typing_extensions import TypeVar
 
 from zett_agent._events import AgentEvent, AgentEventDispatcher, AgentEventType, final_message
 from zett_agent._loop import MAX_TURNS_RAW, Step, _Run
@@ -111,6 +113,12 @@ from zett_agent.vendors import ServerTool
 __all__ = ["MAX_TURNS_RAW", "Agent", "AgentRunConfig", "Step", "create_agent", "create_agent_sync"]
 
 _E = AgentEventType
+
+OutputT = TypeVar("OutputT", default=Any)
+"""The type of an agent's typed results (``Agent[City]``); ``None`` for an agent
+without an ``output_type``, ``Any`` for a JSON-schema dict or when not said."""
+_R = TypeVar("_R")
+"""A run's own ``output_type=``."""
 
 
 @dataclass
@@ -212,7 +220,7 @@ class AgentRunConfig:
     output_validators: Sequence[OutputValidator] = ()
 
 
-class Agent:
+class Agent(Generic[OutputT]):
     """Runs a model with tools. Make one with :func:`create_agent`.
 
     ``messages`` is the conversation so far: each :meth:`run` / :meth:`stream`
@@ -220,6 +228,15 @@ class Agent:
     run's final answer (a pydantic model, dataclass, TypedDict, scalar,
     ``list[...]``, union, or a JSON schema dict; :mod:`zett_agent._output`), None
     for text; a run's own ``output_type=`` wins.
+
+    For type checkers the agent is generic in that type: ``output_type=City``
+    makes an ``Agent[City]`` whose :meth:`run` returns
+    ``AssistantMessage[City]``, and ``run(..., output_type=Town)`` an
+    ``AssistantMessage[Town]``. An agent without one is an ``Agent[None]`` (its
+    answers' ``output`` is None, and saying so lets a checker flag a read of
+    it); an output type that is not a class (a JSON-schema dict, a union,
+    ``Annotated[...]``) gives ``Agent[Any]``, as does a bare ``Agent``
+    annotation. Nothing changes at run time.
     """
 
     max_pause_continuations: int = 5
@@ -228,6 +245,36 @@ class Agent:
     continue_prompt: str = CONTINUE_PROMPT
     """The user turn :meth:`resume` sends when the protocol cannot take a prefill."""
 
+    @overload
+    def __init__(
+        self: Agent[None],
+        model: ModelClient,
+        config: AgentRunConfig | None = None,
+        tools: Sequence[Callable[..., Any] | Tool] = (),
+        extensions: Sequence[Extension] = (),
+        *,
+        output_type: None = None,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: Agent[OutputT],
+        model: ModelClient,
+        config: AgentRunConfig | None = None,
+        tools: Sequence[Callable[..., Any] | Tool] = (),
+        extensions: Sequence[Extension] = (),
+        *,
+        output_type: type[OutputT],
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: Agent[Any],
+        model: ModelClient,
+        config: AgentRunConfig | None = None,
+        tools: Sequence[Callable[..., Any] | Tool] = (),
+        extensions: Sequence[Extension] = (),
+        *,
+        output_type: object,
+    ) -> None: ...
     def __init__(
         self,
         model: ModelClient,
@@ -250,7 +297,7 @@ class Agent:
         """Close the model (its HTTP client, and a local server it started)."""
         await self.model.aclose()
 
-    async def __aenter__(self) -> Agent:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -258,34 +305,149 @@ class Agent:
 
     # ------------------------------------------------------------ the sync API
 
-    def run_sync(self, prompt: str | UserMessage | None, **options: Any) -> AssistantMessage:
+    @overload
+    def run_sync(
+        self,
+        prompt: str | UserMessage | None,
+        *,
+        history: Sequence[Message] | None = None,
+        dispatcher: AgentEventDispatcher | None = None,
+        output_type: None = None,
+    ) -> AssistantMessage[OutputT]: ...
+    @overload
+    def run_sync(
+        self,
+        prompt: str | UserMessage | None,
+        *,
+        history: Sequence[Message] | None = None,
+        dispatcher: AgentEventDispatcher | None = None,
+        output_type: type[_R],
+    ) -> AssistantMessage[_R]: ...
+    @overload
+    def run_sync(
+        self,
+        prompt: str | UserMessage | None,
+        *,
+        history: Sequence[Message] | None = None,
+        dispatcher: AgentEventDispatcher | None = None,
+        output_type: object,
+    ) -> AssistantMessage[Any]: ...
+    def run_sync(
+        self,
+        prompt: str | UserMessage | None,
+        *,
+        history: Sequence[Message] | None = None,
+        dispatcher: AgentEventDispatcher | None = None,
+        output_type: Any = None,
+    ) -> AssistantMessage[Any]:
         """:meth:`run` for code without an event loop (or inside one it must not
         block on, a notebook's): run on the process's private loop thread
-        (:mod:`zett_agent._sync`); the same result, stops and exceptions. Ctrl-C
-        cancels the run (the answer so far stored as INTERRUPTED) and raises
-        ``KeyboardInterrupt``."""
-        return run_sync(lambda: self.run(prompt, **options))
+        (:mod:`zett_agent._sync`); the same parameters, result, stops and
+        exceptions. Ctrl-C cancels the run (the answer so far stored as
+        INTERRUPTED) and raises ``KeyboardInterrupt``."""
+        return run_sync(
+            lambda: self.run(
+                prompt, history=history, dispatcher=dispatcher, output_type=output_type
+            )
+        )
 
-    def stream_sync(self, prompt: str | UserMessage | None, **options: Any) -> Iterator[AgentEvent]:
+    def stream_sync(
+        self,
+        prompt: str | UserMessage | None,
+        *,
+        history: Sequence[Message] | None = None,
+        on_message: Callable[[Message], Any] | None = None,
+        run_id: str | None = None,
+        journal: ToolJournal | None = None,
+        output_type: Any = None,
+    ) -> Iterator[AgentEvent]:
         """:meth:`stream` as a plain iterator of the same events (on the private
-        loop thread); leaving it early closes the run as closing the async stream
-        does."""
-        return iterate_sync(lambda: self.stream(prompt, **options))
+        loop thread, where ``on_message`` is called too); leaving it early closes
+        the run as closing the async stream does."""
+        return iterate_sync(
+            lambda: self.stream(
+                prompt,
+                history=history,
+                on_message=on_message,
+                run_id=run_id,
+                journal=journal,
+                output_type=output_type,
+            )
+        )
 
-    def resume_sync(self, **options: Any) -> AssistantMessage:
-        """:meth:`resume` on the private loop thread."""
-        return run_sync(lambda: self.resume(**options))
+    @overload
+    def resume_sync(
+        self,
+        *,
+        history: Sequence[Message] | None = None,
+        dispatcher: AgentEventDispatcher | None = None,
+        output_type: None = None,
+    ) -> AssistantMessage[OutputT]: ...
+    @overload
+    def resume_sync(
+        self,
+        *,
+        history: Sequence[Message] | None = None,
+        dispatcher: AgentEventDispatcher | None = None,
+        output_type: type[_R],
+    ) -> AssistantMessage[_R]: ...
+    @overload
+    def resume_sync(
+        self,
+        *,
+        history: Sequence[Message] | None = None,
+        dispatcher: AgentEventDispatcher | None = None,
+        output_type: object,
+    ) -> AssistantMessage[Any]: ...
+    def resume_sync(
+        self,
+        *,
+        history: Sequence[Message] | None = None,
+        dispatcher: AgentEventDispatcher | None = None,
+        output_type: Any = None,
+    ) -> AssistantMessage[Any]:
+        """:meth:`resume` on the private loop thread (the same parameters and result)."""
+        return run_sync(
+            lambda: self.resume(history=history, dispatcher=dispatcher, output_type=output_type)
+        )
 
     def close_sync(self) -> None:
         """:meth:`aclose` on the private loop thread (where the sync calls ran)."""
         run_sync(self.aclose)
 
-    def __enter__(self) -> Agent:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close_sync()
 
+    @overload
+    async def run(
+        self,
+        prompt: str | UserMessage | None,
+        *,
+        history: Sequence[Message] | None = None,
+        dispatcher: AgentEventDispatcher | None = None,
+        output_type: None = None,
+    ) -> AssistantMessage[OutputT]: ...
+    @overload
+    async def run(
+        self,
+        prompt: str | UserMessage | None,
+        *,
+        history: Sequence[Message] | None = None,
+        dispatcher: AgentEventDispatcher | None = None,
+        output_type: type[_R],
+    ) -> AssistantMessage[_R]: ...
+    @overload
+    async def run(
+        self,
+        prompt: str | UserMessage | None,
+        *,
+        history: Sequence[Message] | None = None,
+        dispatcher: AgentEventDispatcher | None = None,
+        output_type: object,
+    ) -> AssistantMessage[Any]: ...
     async def run(
         self,
         prompt: str | UserMessage | None,
@@ -293,7 +455,7 @@ class Agent:
         history: Sequence[Message] | None = None,
         dispatcher: AgentEventDispatcher | None = None,
         output_type: Any = None,
-    ) -> AssistantMessage:
+    ) -> AssistantMessage[Any]:
         """Run to the end and return the final assistant message.
 
         ``prompt`` is text, or a :class:`~zett_agent.UserMessage` whose
@@ -357,13 +519,37 @@ class Agent:
                 self.messages = run.conversation.messages
                 self.pending_approval = run.pending
 
+    @overload
+    async def resume(
+        self,
+        *,
+        history: Sequence[Message] | None = None,
+        dispatcher: AgentEventDispatcher | None = None,
+        output_type: None = None,
+    ) -> AssistantMessage[OutputT]: ...
+    @overload
+    async def resume(
+        self,
+        *,
+        history: Sequence[Message] | None = None,
+        dispatcher: AgentEventDispatcher | None = None,
+        output_type: type[_R],
+    ) -> AssistantMessage[_R]: ...
+    @overload
+    async def resume(
+        self,
+        *,
+        history: Sequence[Message] | None = None,
+        dispatcher: AgentEventDispatcher | None = None,
+        output_type: object,
+    ) -> AssistantMessage[Any]: ...
     async def resume(
         self,
         *,
         history: Sequence[Message] | None = None,
         dispatcher: AgentEventDispatcher | None = None,
         output_type: Any = None,
-    ) -> AssistantMessage:
+    ) -> AssistantMessage[Any]:
         """Continue the conversation (``messages``, or ``history``) whose last answer
         was cut off, and return the final assistant message (a structured answer
         cut at MAX_OUTPUT is validated joined to its continuation).
@@ -425,7 +611,7 @@ class Agent:
         history: Sequence[Message] | None = None,
         pending: ApprovalRequest | None = None,
         dispatcher: AgentEventDispatcher | None = None,
-    ) -> AssistantMessage:
+    ) -> AssistantMessage[OutputT]:
         """Answer the calls waiting for approval and go on: approved calls run,
         denied ones get an error result with the reason, then the model gets its
         turn. ``decisions`` holds one :class:`~zett_agent.approvals.Decision` per
@@ -499,6 +685,36 @@ class Agent:
             )
 
 
+@overload
+async def create_agent(
+    model: ModelClient | str,
+    config: AgentRunConfig | None = None,
+    *,
+    tools: Sequence[Callable[..., Any] | Tool] = (),
+    extensions: Sequence[Extension] = (),
+    output_type: None = None,
+    **model_options: Any,
+) -> Agent[None]: ...
+@overload
+async def create_agent(
+    model: ModelClient | str,
+    config: AgentRunConfig | None = None,
+    *,
+    tools: Sequence[Callable[..., Any] | Tool] = (),
+    extensions: Sequence[Extension] = (),
+    output_type: type[_R],
+    **model_options: Any,
+) -> Agent[_R]: ...
+@overload
+async def create_agent(
+    model: ModelClient | str,
+    config: AgentRunConfig | None = None,
+    *,
+    tools: Sequence[Callable[..., Any] | Tool] = (),
+    extensions: Sequence[Extension] = (),
+    output_type: object,
+    **model_options: Any,
+) -> Agent[Any]: ...
 async def create_agent(
     model: ModelClient | str,
     config: AgentRunConfig | None = None,
@@ -507,14 +723,15 @@ async def create_agent(
     extensions: Sequence[Extension] = (),
     output_type: Any = None,
     **model_options: Any,
-) -> Agent:
+) -> Agent[Any]:
     """Make an :class:`Agent`.
 
     ``model`` is a model object or ``"provider:model-name"``
     (``"anthropic:claude-sonnet-4-5"``, ``"openrouter:google/gemini-2.5-flash"``);
     ``model_options`` (``base_url=``, ``api_key=``, ``idle_timeout=``...) go to
     :class:`~zett_agent.model.Model` when a string is given. ``output_type``:
-    the type of the runs' final answers (see :class:`Agent`). Raises
+    the type of the runs' final answers (see :class:`Agent`: ``Agent[City]`` for
+    ``output_type=City``, ``Agent[None]`` without one). Raises
     :class:`~zett_agent.errors.ConfigError` for an unknown provider or a missing
     key, or an ``output_type`` pydantic cannot make a JSON schema of.
     """
@@ -522,15 +739,59 @@ async def create_agent(
     return Agent(resolved, config, tools, extensions, output_type=output_type)
 
 
+@overload
 def create_agent_sync(
     model: ModelClient | str,
     config: AgentRunConfig | None = None,
-    **options: Any,
-) -> Agent:
-    """:func:`create_agent` for code without an event loop; the agent is made on
-    the private loop thread its ``*_sync`` calls run on (:mod:`zett_agent._sync`).
-    ``with create_agent_sync(...) as agent:`` closes it at the end."""
-    return run_sync(lambda: create_agent(model, config, **options))
+    *,
+    tools: Sequence[Callable[..., Any] | Tool] = (),
+    extensions: Sequence[Extension] = (),
+    output_type: None = None,
+    **model_options: Any,
+) -> Agent[None]: ...
+@overload
+def create_agent_sync(
+    model: ModelClient | str,
+    config: AgentRunConfig | None = None,
+    *,
+    tools: Sequence[Callable[..., Any] | Tool] = (),
+    extensions: Sequence[Extension] = (),
+    output_type: type[_R],
+    **model_options: Any,
+) -> Agent[_R]: ...
+@overload
+def create_agent_sync(
+    model: ModelClient | str,
+    config: AgentRunConfig | None = None,
+    *,
+    tools: Sequence[Callable[..., Any] | Tool] = (),
+    extensions: Sequence[Extension] = (),
+    output_type: object,
+    **model_options: Any,
+) -> Agent[Any]: ...
+def create_agent_sync(
+    model: ModelClient | str,
+    config: AgentRunConfig | None = None,
+    *,
+    tools: Sequence[Callable[..., Any] | Tool] = (),
+    extensions: Sequence[Extension] = (),
+    output_type: Any = None,
+    **model_options: Any,
+) -> Agent[Any]:
+    """:func:`create_agent` for code without an event loop (the same parameters
+    and result); the agent is made on the private loop thread its ``*_sync``
+    calls run on (:mod:`zett_agent._sync`). ``with create_agent_sync(...) as
+    agent:`` closes it at the end."""
+    return run_sync(
+        lambda: create_agent(
+            model,
+            config,
+            tools=tools,
+            extensions=extensions,
+            output_type=output_type,
+            **model_options,
+        )
+    )
 
 
 def _continued_text(messages: Sequence[Message], plan: ResumePlan) -> str:

@@ -43,11 +43,11 @@ import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
 from contextlib import aclosing, asynccontextmanager
 from functools import partial
-from typing import Any
+from typing import Any, Generic, Self, TypeVar, overload
 
 import anyio
 
-from zett_agent._agent import Agent
+from zett_agent._agent import Agent, OutputT
 from zett_agent._events import AgentEvent, AgentEventDispatcher, AgentEventType, final_message
 from zett_agent._messages import AssistantMessage, Message, ToolResultMessage, UserMessage
 from zett_agent._output import output_type_of
@@ -94,13 +94,24 @@ def _check_no_pending(session_id: str, rows: list[StoredRow]) -> None:
         )
 
 
+_R = TypeVar("_R")
+"""A run's own ``output_type=``."""
+
+
 def new_session_id() -> str:
     """A fresh session id (a random UUID, hex)."""
     return uuid.uuid4().hex
 
 
-class AgentClient:
+class AgentClient(Generic[OutputT]):
     """An :class:`~zett_agent.Agent` run in sessions of a :class:`SessionStore`.
+
+    Generic as its agent is (``AgentClient(agent)`` of an ``Agent[City]`` is an
+    ``AgentClient[City]``): :meth:`run` and :meth:`resume` return
+    ``AssistantMessage[City]``, or the type of a run's own ``output_type=``.
+    :meth:`approve` and :meth:`messages` return what may come from the store (a
+    durable run's answer, stored rows), whose output is JSON until loaded again
+    with an ``output_type``: ``AssistantMessage[Any]``.
 
     Args:
         agent: the agent; its own ``messages`` are not used or changed.
@@ -120,7 +131,7 @@ class AgentClient:
 
     def __init__(
         self,
-        agent: Agent,
+        agent: Agent[OutputT],
         store: SessionStore | str | os.PathLike[str] | None = None,
         *,
         session_id: str | None = None,
@@ -143,7 +154,7 @@ class AgentClient:
         if self._own_store:
             await self.store.aclose()
 
-    async def __aenter__(self) -> AgentClient:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -151,29 +162,80 @@ class AgentClient:
 
     # ------------------------------------------------------------ the sync API
 
-    def run_sync(self, prompt: str | UserMessage | None, **options: Any) -> AssistantMessage:
-        """:meth:`run` on the process's private loop thread (:mod:`zett_agent._sync`):
-        for scripts and notebooks; Ctrl-C cancels the run (the answer so far is
-        stored as INTERRUPTED) and raises ``KeyboardInterrupt``."""
-        return run_sync(lambda: self.run(prompt, **options))
+    @overload
+    def run_sync(
+        self,
+        prompt: str | UserMessage | None,
+        *,
+        session_id: str | None = None,
+        dispatcher: AgentEventDispatcher | None = None,
+        output_type: None = None,
+    ) -> AssistantMessage[OutputT]: ...
+    @overload
+    def run_sync(
+        self,
+        prompt: str | UserMessage | None,
+        *,
+        session_id: str | None = None,
+        dispatcher: AgentEventDispatcher | None = None,
+        output_type: type[_R],
+    ) -> AssistantMessage[_R]: ...
+    @overload
+    def run_sync(
+        self,
+        prompt: str | UserMessage | None,
+        *,
+        session_id: str | None = None,
+        dispatcher: AgentEventDispatcher | None = None,
+        output_type: object,
+    ) -> AssistantMessage[Any]: ...
+    def run_sync(
+        self,
+        prompt: str | UserMessage | None,
+        *,
+        session_id: str | None = None,
+        dispatcher: AgentEventDispatcher | None = None,
+        output_type: Any = None,
+    ) -> AssistantMessage[Any]:
+        """:meth:`run` on the process's private loop thread (:mod:`zett_agent._sync`),
+        with the same parameters and result: for scripts and notebooks; Ctrl-C
+        cancels the run (the answer so far is stored as INTERRUPTED) and raises
+        ``KeyboardInterrupt``."""
+        return run_sync(
+            lambda: self.run(
+                prompt, session_id=session_id, dispatcher=dispatcher, output_type=output_type
+            )
+        )
 
-    def stream_sync(self, prompt: str | UserMessage | None, **options: Any) -> Iterator[AgentEvent]:
+    def stream_sync(
+        self,
+        prompt: str | UserMessage | None,
+        *,
+        session_id: str | None = None,
+        output_type: Any = None,
+    ) -> Iterator[AgentEvent]:
         """:meth:`stream` as a plain iterator of the same events."""
-        return iterate_sync(lambda: self.stream(prompt, **options))
+        return iterate_sync(
+            lambda: self.stream(prompt, session_id=session_id, output_type=output_type)
+        )
 
-    def resume_sync(self, session_id: str | None = None, **options: Any) -> AssistantMessage:
+    def resume_sync(
+        self, session_id: str | None = None, *, dispatcher: AgentEventDispatcher | None = None
+    ) -> AssistantMessage[OutputT]:
         """:meth:`resume` on the private loop thread."""
-        return run_sync(lambda: self.resume(session_id, **options))
+        return run_sync(lambda: self.resume(session_id, dispatcher=dispatcher))
 
-    def messages_sync(self, session_id: str | None = None, **options: Any) -> list[Message]:
+    def messages_sync(
+        self, session_id: str | None = None, *, output_type: Any = None
+    ) -> list[Message]:
         """:meth:`messages` on the private loop thread."""
-        return run_sync(lambda: self.messages(session_id, **options))
+        return run_sync(lambda: self.messages(session_id, output_type=output_type))
 
     def close_sync(self) -> None:
         """:meth:`aclose` on the private loop thread."""
         run_sync(self.aclose)
 
-    def __enter__(self) -> AgentClient:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -213,6 +275,33 @@ class AgentClient:
                     await self._keep_approval(sid, event)
                     yield event
 
+    @overload
+    async def run(
+        self,
+        prompt: str | UserMessage | None,
+        *,
+        session_id: str | None = None,
+        dispatcher: AgentEventDispatcher | None = None,
+        output_type: None = None,
+    ) -> AssistantMessage[OutputT]: ...
+    @overload
+    async def run(
+        self,
+        prompt: str | UserMessage | None,
+        *,
+        session_id: str | None = None,
+        dispatcher: AgentEventDispatcher | None = None,
+        output_type: type[_R],
+    ) -> AssistantMessage[_R]: ...
+    @overload
+    async def run(
+        self,
+        prompt: str | UserMessage | None,
+        *,
+        session_id: str | None = None,
+        dispatcher: AgentEventDispatcher | None = None,
+        output_type: object,
+    ) -> AssistantMessage[Any]: ...
     async def run(
         self,
         prompt: str | UserMessage | None,
@@ -220,7 +309,7 @@ class AgentClient:
         session_id: str | None = None,
         dispatcher: AgentEventDispatcher | None = None,
         output_type: Any = None,
-    ) -> AssistantMessage:
+    ) -> AssistantMessage[Any]:
         """Run ``prompt`` in the session to the end; return the final assistant message.
 
         As :meth:`Agent.run <zett_agent.Agent.run>`: an abnormal stop is on
@@ -262,7 +351,7 @@ class AgentClient:
 
     async def resume(
         self, session_id: str | None = None, *, dispatcher: AgentEventDispatcher | None = None
-    ) -> AssistantMessage:
+    ) -> AssistantMessage[OutputT]:
         """:meth:`resume_stream` to the end: the final assistant message (the joined
         answer when the provider continued a prefill)."""
         return await final_message(self.resume_stream(session_id), dispatcher)
@@ -364,8 +453,9 @@ class AgentClient:
         decisions: Mapping[str, Decision],
         *,
         dispatcher: AgentEventDispatcher | None = None,
-    ) -> AssistantMessage:
-        """:meth:`approve_stream` to the end: the final assistant message."""
+    ) -> AssistantMessage[Any]:
+        """:meth:`approve_stream` to the end: the final assistant message (of
+        ``AssistantMessage[Any]``: a durable run's answer comes from the store)."""
         return await final_message(self.approve_stream(session_id, decisions), dispatcher)
 
     async def pending_approval(self, session_id: str | None = None) -> ApprovalRequest | None:

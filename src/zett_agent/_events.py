@@ -159,15 +159,7 @@ class AgentEvent:
             if result.parts:  # described, never the bytes
                 record["tool_result"]["parts"] = [part_summary(p) for p in result.parts]
         if self.stop is not None:
-            record["stop"] = {
-                "reason": self.stop.reason.value,
-                "raw": self.stop.raw,
-                "category": self.stop.category,
-                "message": self.stop.message,
-                "recommended_model": self.stop.recommended_model,
-                "detail": dict(self.stop.detail),
-                "describe": self.stop.describe(),
-            }
+            record["stop"] = self.stop.to_dict(describe=True)
         if self.message is not None:
             record["message"] = message_to_dict(self.message)
         if self.error is not None:

@@ -40,7 +40,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 import anyio
 
@@ -273,6 +273,8 @@ class _Run:
                         await self.conversation.add(UserMessage(veto))
                     case Step.END:
                         break
+                    case _:
+                        assert_never(step)
         except BaseException as exc:
             failure = exc
             raise
@@ -587,6 +589,8 @@ class _Run:
                 return response, Step.RUN_TOOLS if has_calls else Step.END
             case StopReason.END_TURN | StopReason.TOOL_USE | StopReason.OTHER:
                 return response, Step.RUN_TOOLS if has_calls else Step.COMPLETE
+            case _:
+                assert_never(response.stop_info.reason)
 
     def _withhold(self, response: ModelResponse) -> ModelResponse:
         if not response.tool_calls:

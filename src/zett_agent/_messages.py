@@ -4,7 +4,8 @@ Four kinds, told apart by ``role`` in their stored form: :class:`UserMessage`,
 :class:`AssistantMessage`, :class:`ToolResultMessage` and :class:`SystemMessage`.
 They are frozen dataclasses; :func:`message_to_dict` / :func:`message_from_dict`
 turn them into JSON-compatible dicts and back (validated by pydantic). A stored
-assistant message with no ``stop`` key loads with ``stop is None``.
+assistant message with no ``stop`` key loads with ``stop is None``; its ``stop`` is
+written and read by :meth:`StopInfo.to_dict` / :meth:`StopInfo.from_dict`.
 """
 
 from __future__ import annotations
@@ -13,14 +14,16 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias
+
+from typing_extensions import TypeVar
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
 
 from zett_agent._parts import BlobReader, Part, parts_from_json, parts_to_json
-from zett_agent.stop import AgentStopError, StopInfo
+from zett_agent.stop import AgentStopError, StopInfo, StopReason
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -309,9 +312,23 @@ class ToolResultMessage:
             object.__setattr__(self, "parts", tuple(self.parts))
 
 
+OutputT_co = TypeVar("OutputT_co", covariant=True, default=Any)
+"""The type of ``AssistantMessage.output``; ``Any`` when not said (a bare
+``AssistantMessage``: a message of a history or loaded from a store, whose
+output is whatever JSON was stored)."""
+
+
 @dataclass(frozen=True)
-class AssistantMessage:
+class AssistantMessage(Generic[OutputT_co]):
     """One answer of the model.
+
+    Generic in the type of ``output``: ``AssistantMessage[City]`` is what a run
+    with ``output_type=City`` returns, ``AssistantMessage[None]`` a run with no
+    output type (its ``output`` is always None), and a bare ``AssistantMessage``
+    (``AssistantMessage[Any]``) a message whose output type is not known
+    statically: one of a history, loaded from a store, or of a run whose
+    ``output_type`` is a JSON-schema dict. The parameter is for type checkers
+    only: the class, its fields and its stored form are the same for all.
 
     Attributes:
         text: the visible text (a refusal text is kept here too).
@@ -335,9 +352,12 @@ class AssistantMessage:
             (``AgentRunConfig.cost`` or a budget); None: not priced.
         output: the typed value of a structured run's final answer
             (``output_type``, :mod:`zett_agent._structured`); None for any other
-            answer. Stored as its JSON form: a loaded message holds that JSON,
-            made the type again by ``AgentClient.messages(..., output_type=...)``
-            or :meth:`OutputType.load <zett_agent._output.OutputType.load>`.
+            answer, so typed ``OutputT_co | None``: a structured run whose answer
+            stopped abnormally (a refusal, a cut-off) has no value either (check
+            ``stop``, or call :meth:`raise_for_stop`). Stored as its JSON form: a
+            loaded message holds that JSON, made the type again by
+            ``AgentClient.messages(..., output_type=...)`` or
+            :meth:`OutputType.load <zett_agent._output.OutputType.load>`.
     """
 
     text: str = ""
@@ -350,19 +370,20 @@ class AssistantMessage:
     provider_record: Mapping[str, Any] | None = None
     attempts: tuple[ModelAttempt, ...] = ()
     cost: Cost | None = None
-    output: Any = None
+    output: OutputT_co | None = None
 
-    def raise_for_stop(self) -> AssistantMessage:
+    def raise_for_stop(self) -> AssistantMessage[OutputT_co]:
         """Return this message, or raise :class:`AgentStopError` if it did not end normally."""
         if self.stop is not None and not self.stop.ok:
             raise AgentStopError(self.stop, self)
         return self
 
-    def replace(self, **changes: Any) -> AssistantMessage:
-        """A copy with ``changes`` applied."""
+    def replace(self, **changes: Any) -> AssistantMessage[Any]:
+        """A copy with ``changes`` applied (``output`` among them may be of another
+        type, hence ``AssistantMessage[Any]``)."""
         return replace(self, **changes)
 
-    def storable(self) -> AssistantMessage:
+    def storable(self) -> AssistantMessage[OutputT_co]:
         """This message, or a copy whose ``provider_record`` and ``stop.detail`` are
         made strict JSON nested at most :data:`MAX_JSON_DEPTH` levels (see
         :func:`storable_json`), so it can be stored, loaded and sent again."""
@@ -410,6 +431,7 @@ class _Adapters(dict[str, "TypeAdapter[Any]"]):
 
 
 _ADAPTER = _Adapters()
+_REASONS = frozenset(reason.value for reason in StopReason)
 
 
 def message_to_dict(
@@ -432,6 +454,10 @@ def message_to_dict(
             body["parts"] = parts_to_json(message.parts, blobs)
     else:
         body = _ADAPTER[role].dump_python(message, mode="json")
+        if isinstance(message, AssistantMessage) and message.stop is not None:
+            # StopInfo.to_dict's form, in place (the key order stays), detail as
+            # pydantic made it JSON (tuples as lists)
+            body["stop"] = {**message.stop.to_dict(), "detail": body["stop"]["detail"]}
     if body.get("output") is not None:  # a typed value, in its JSON form
         body["output"] = storable_json(body["output"])
     return {"role": role, **body}
@@ -447,6 +473,7 @@ def message_from_dict(data: Mapping[str, Any], reader: BlobReader | None = None)
     rest = dict(data)
     role = rest.pop("role", None)
     stored_parts = rest.pop("parts", None)
+    stored_stop = rest.pop("stop", None) if role == "assistant" else None
     adapter = _ADAPTER.get(role) if isinstance(role, str) else None
     if adapter is None:
         raise ValueError(f"not a stored message (role={role!r})")
@@ -461,6 +488,15 @@ def message_from_dict(data: Mapping[str, Any], reader: BlobReader | None = None)
             message = replace(message, parts=parts_from_json(stored_parts, reader))
         except ValueError as error:
             raise ValueError(f"stored {role} message has invalid parts: {error}") from error
+    if stored_stop is not None and isinstance(message, AssistantMessage):
+        try:
+            if isinstance(stored_stop, Mapping) and stored_stop.get("reason") not in _REASONS:
+                # kept as it was: a stored message's stop has a reason this version
+                # knows (StopInfo.from_dict alone would read it as OTHER)
+                raise ValueError(f"unknown reason {stored_stop.get('reason')!r}")
+            message = replace(message, stop=StopInfo.from_dict(stored_stop))
+        except ValueError as error:
+            raise ValueError(f"stored {role} message has an invalid stop: {error}") from error
     return message.storable() if isinstance(message, AssistantMessage) else message
 
 

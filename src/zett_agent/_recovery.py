@@ -324,7 +324,7 @@ class RunRecoveries:
                 if stop.detail.get("withheld_tool_calls"):
                     extra["withheld_tool_calls"] = stop.detail["withheld_tool_calls"]
                 if not stop.ok:
-                    extra["replaced_stop"] = {"reason": stop.reason.value, "raw": stop.raw}
+                    extra["replaced_stop"] = stop.to_dict(fields=("reason", "raw"))
                 kept = replace(kept, stop_info=end.with_detail(**extra))
         self.records.append(RecoveryRecord(step, by, action, stop.reason, recovery.note))
         log_recovery(

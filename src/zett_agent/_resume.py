@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 import anyio
 
@@ -209,10 +209,12 @@ def plan_resume(
             if continues_by_prefill(model):
                 return ResumePlan(replaces=index, prefill=AssistantMessage(text=text))
             return ResumePlan(prompt=continue_prompt)
-        case _:
+        case StopReason.END_TURN | StopReason.TOOL_USE | StopReason.OTHER:
             raise ResumeError(
                 f"nothing to resume: the last answer ended with {stop.describe()}", stop=stop
             )
+        case _:
+            assert_never(stop.reason)
 
 
 def join_answers(

@@ -13,10 +13,10 @@ Exception tree of this module::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 __all__ = ["AgentStopError", "StopInfo", "StopReason"]
 
@@ -115,6 +115,82 @@ class StopInfo:
             recommended_model=self.recommended_model,
             detail={**self.detail, **extra},
         )
+
+    def to_dict(
+        self, *, fields: Collection[str] | None = None, describe: bool = False
+    ) -> dict[str, Any]:
+        """The JSON form of this stop: ``{"reason": <value>, "raw", "category",
+        "message", "recommended_model", "detail"}`` in that order (``detail`` a
+        shallow ``dict`` copy), the form every stored message and record uses.
+
+        ``fields`` keeps only those keys (in the order above), for the places that
+        write a short form (a message's metadata in serve: ``reason``, ``raw``,
+        ``category``, ``message``; MCP sampling's ``_meta``: ``reason``, ``raw``,
+        ``category``). ``describe`` adds ``"describe"``: :meth:`describe`'s line, last.
+        :meth:`from_dict` reads every one of these forms back.
+        """
+        full: dict[str, Any] = {
+            "reason": self.reason.value,
+            "raw": self.raw,
+            "category": self.category,
+            "message": self.message,
+            "recommended_model": self.recommended_model,
+            "detail": dict(self.detail),
+        }
+        record = full if fields is None else {k: v for k, v in full.items() if k in fields}
+        if describe:
+            record["describe"] = self.describe()
+        return record
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StopInfo:
+        """Read a stop written by :meth:`to_dict` (any of its forms), or stored by
+        an older version.
+
+        Only ``reason`` is required; every other key may be missing (None, and
+        ``{}`` for ``detail``), and keys it does not know (``describe``, a
+        record's other fields) are ignored. A reason this version does not know is
+        :attr:`StopReason.OTHER`, with the stored value kept as ``raw`` when the
+        record has no ``raw`` of its own, else under ``detail["stored_reason"]``.
+
+        Raises ``ValueError`` when ``data`` is not a mapping with a string
+        ``reason``, or a field has the wrong type.
+        """
+        if not isinstance(data, Mapping):
+            raise ValueError(f"a stored stop must be an object, not {type(data).__name__}")
+        stored = data.get("reason")
+        if not isinstance(stored, str):
+            raise ValueError(f"a stored stop needs a string reason, not {stored!r}")
+        texts: dict[str, str | None] = {}
+        for key in _TEXT_FIELDS:
+            value = data.get(key)
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"a stored stop's {key} must be a string or null, not {value!r}")
+            texts[key] = value
+        detail = data.get("detail")
+        if detail is None:
+            detail = {}
+        elif not isinstance(detail, Mapping):
+            raise ValueError(f"a stored stop's detail must be an object, not {detail!r}")
+        try:
+            reason = StopReason(stored)
+        except ValueError:
+            reason = StopReason.OTHER
+            if texts["raw"] is None:
+                texts["raw"] = stored
+            else:
+                detail = {**detail, "stored_reason": stored}
+        return cls(
+            reason=reason,
+            raw=texts["raw"],
+            category=texts["category"],
+            message=texts["message"],
+            recommended_model=texts["recommended_model"],
+            detail=dict(detail),
+        )
+
+
+_TEXT_FIELDS: Final = ("raw", "category", "message", "recommended_model")
 
 
 def _one_line(text: str | None) -> str:

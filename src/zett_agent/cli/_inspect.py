@@ -178,11 +178,7 @@ def response_record(response: ModelResponse) -> dict[str, Any]:
             withheld = names_in(info.detail, "withheld_tool_calls")
         calls = ()
     return {
-        "reason": info.reason.value,
-        "raw": info.raw,
-        "category": info.category,
-        "message": info.message,
-        "recommended_model": info.recommended_model,
+        **info.to_dict(),
         "detail": _jsonable(dict(info.detail)),
         "text": response.text,
         "tool_calls": [
@@ -331,17 +327,10 @@ def _print_json(record: dict[str, Any]) -> None:
 def _show_record(record: dict[str, Any], source: str) -> None:
     from rich.text import Text
 
-    from zett_agent.stop import StopInfo, StopReason
+    from zett_agent.stop import StopInfo
 
     out = out_console()
-    info = StopInfo(
-        StopReason(record["reason"]),
-        record["raw"],
-        record["category"],
-        record["message"],
-        record["recommended_model"],
-        record["detail"],
-    )
+    info = StopInfo.from_dict(record)
     colour = "green" if info.ok else ("red" if record["reason"] in _WITHHELD else "yellow")
     out.print(Text(source, style="dim"))
     out.print(Text(f"stop: {info.describe()}", style=f"bold {colour}"), soft_wrap=True)

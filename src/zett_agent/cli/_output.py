@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, assert_never
 
 from pydantic_core import to_jsonable_python
 from rich.console import Console
@@ -174,60 +174,83 @@ class Printer:
 
     def show(self, event: AgentEvent) -> None:
         kind = event.type
-        if kind is AgentEventType.MODEL_STARTED:
-            self.wait("Waiting for the model…")
-        elif kind is AgentEventType.TEXT_DELTA and event.text:
-            self.streamed = True
-            self.write(event.text)
-        elif kind is AgentEventType.REASONING_DELTA and event.text:
-            self.streamed = True
-            self.stop_waiting()
-            self.err.print(event.text, end="", style="dim italic", markup=False, soft_wrap=True)
-        elif kind is AgentEventType.MODEL_COMPLETED:
-            self.stop_waiting()
-            message = event.message
-            if message is not None and len(message.attempts) > 1:  # a fallback chain moved on
-                self.line(Text(fallback_line(message), style="dim"))
-            if message is not None and not self.streamed:  # a non-streamed answer
-                if message.reasoning:
-                    self.line(Text(message.reasoning, style="dim italic"))
-                if message.text:
-                    self.write(message.text)
-            self.streamed = False
-        elif kind is AgentEventType.TOOL_CALL_STARTED and event.tool_call is not None:
-            call = event.tool_call
-            self.line(
-                Text.assemble(
-                    ("🔧 ", ""), (call.name, "bold cyan"), (f"({call.arguments})", "cyan")
+        match kind:
+            case AgentEventType.MODEL_STARTED:
+                self.wait("Waiting for the model…")
+            case AgentEventType.TEXT_DELTA:
+                if event.text:
+                    self.streamed = True
+                    self.write(event.text)
+            case AgentEventType.REASONING_DELTA:
+                if event.text:
+                    self.streamed = True
+                    self.stop_waiting()
+                    self.err.print(
+                        event.text, end="", style="dim italic", markup=False, soft_wrap=True
+                    )
+            case AgentEventType.MODEL_COMPLETED:
+                self.stop_waiting()
+                message = event.message
+                if message is not None and len(message.attempts) > 1:  # a fallback moved on
+                    self.line(Text(fallback_line(message), style="dim"))
+                if message is not None and not self.streamed:  # a non-streamed answer
+                    if message.reasoning:
+                        self.line(Text(message.reasoning, style="dim italic"))
+                    if message.text:
+                        self.write(message.text)
+                self.streamed = False
+            case AgentEventType.TOOL_CALL_STARTED:
+                if event.tool_call is not None:
+                    call = event.tool_call
+                    self.line(
+                        Text.assemble(
+                            ("🔧 ", ""), (call.name, "bold cyan"), (f"({call.arguments})", "cyan")
+                        )
+                    )
+            case AgentEventType.TOOL_CALL_COMPLETED:
+                if event.tool_result is not None:
+                    result = event.tool_result
+                    content = result.content
+                    if len(content) > 500:
+                        content = content[:500] + "…"
+                    style = "red" if result.is_error else "green"
+                    self.line(Text.assemble(("   ↳ ", style), (content, style)))
+                    self.wait("Waiting for the model…")
+            case AgentEventType.TOOL_PROGRESS | AgentEventType.TOOL_LOG:
+                if event.data:
+                    self.line(Text(f"   · {tool_report(event.data)}", style="dim"))
+            case (
+                AgentEventType.MODEL_STOPPED
+                | AgentEventType.MAX_TURNS_REACHED
+                | AgentEventType.BUDGET_REACHED
+            ):
+                if event.stop is not None:
+                    self.notice(event.stop)
+            case AgentEventType.OUTPUT_INVALID:
+                self.line(
+                    Text(f"✖ the answer did not validate; asking again:\n{event.text}", "yellow")
                 )
-            )
-        elif kind is AgentEventType.TOOL_CALL_COMPLETED and event.tool_result is not None:
-            result = event.tool_result
-            content = result.content if len(result.content) <= 500 else result.content[:500] + "…"
-            style = "red" if result.is_error else "green"
-            self.line(Text.assemble(("   ↳ ", style), (content, style)))
-            self.wait("Waiting for the model…")
-        elif kind in (AgentEventType.TOOL_PROGRESS, AgentEventType.TOOL_LOG) and event.data:
-            self.line(Text(f"   · {tool_report(event.data)}", style="dim"))
-        elif kind in (
-            AgentEventType.MODEL_STOPPED,
-            AgentEventType.MAX_TURNS_REACHED,
-            AgentEventType.BUDGET_REACHED,
-        ):
-            if event.stop is not None:
-                self.notice(event.stop)
-        elif kind is AgentEventType.OUTPUT_INVALID:
-            self.line(Text(f"✖ the answer did not validate; asking again:\n{event.text}", "yellow"))
-        elif kind is AgentEventType.RUN_COMPLETED:
-            self.stop_waiting()
-            self.end_text()
-            if self.structured and event.output is not None:
-                self.err.print()
-                self.emit_json(to_jsonable_python(event.output))
-        elif kind is AgentEventType.RUN_FAILED:
-            self.stop_waiting()
-            self.end_text()
-            self.report_error(event.error)
+            case AgentEventType.RUN_COMPLETED:
+                self.stop_waiting()
+                self.end_text()
+                if self.structured and event.output is not None:
+                    self.err.print()
+                    self.emit_json(to_jsonable_python(event.output))
+            case AgentEventType.RUN_FAILED:
+                self.stop_waiting()
+                self.end_text()
+                self.report_error(event.error)
+            case (
+                AgentEventType.RUN_STARTED
+                | AgentEventType.TOOL_CALL_DELTA
+                | AgentEventType.PARTIAL_OUTPUT
+                | AgentEventType.TOOL_APPROVAL_REQUESTED
+                | AgentEventType.TOOL_OUTCOME_UNKNOWN
+                | AgentEventType.TOOL_INPUT_REQUESTED
+            ):
+                pass  # nothing to show (an approval is asked by the caller)
+            case _:
+                assert_never(kind)
 
     def report_error(self, error: BaseException | None) -> None:
         """Say on stderr (or as a JSON record) why the run failed.

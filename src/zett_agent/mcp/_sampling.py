@@ -31,7 +31,7 @@ provider's value) and ``category`` (e.g. a refusal's policy category).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, assert_never
 
 import mcp_types
 
@@ -58,8 +58,16 @@ def stop_reason(stop: StopInfo, protocol_version: str | None = None) -> str:
         case StopReason.TOOL_USE:
             modern = protocol_version is None or protocol_version >= _TOOL_USE_SINCE
             return "toolUse" if modern else "tool_use"
-        case _:
+        case (
+            StopReason.CONTEXT_FULL
+            | StopReason.REFUSAL
+            | StopReason.INTERRUPTED
+            | StopReason.PAUSED
+            | StopReason.OTHER
+        ):
             return stop.reason.value
+        case _:
+            assert_never(stop.reason)
 
 
 def _text_of(content: Any) -> str:
@@ -114,7 +122,7 @@ async def sample(
             response = item
     assert response is not None, "a model's stream ends with its response"
     stop = response.stop or StopInfo(StopReason.END_TURN)
-    meta = {STOP_META: {"reason": stop.reason.value, "raw": stop.raw, "category": stop.category}}
+    meta = {STOP_META: stop.to_dict(fields=("reason", "raw", "category"))}
     return mcp_types.CreateMessageResult(
         role="assistant",
         content=mcp_types.TextContent(type="text", text=redact(response.text)),

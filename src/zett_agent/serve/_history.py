@@ -147,7 +147,7 @@ class _Assistant:
         if message.stop is not None and not message.stop.ok:
             self.parts.append({"type": "data-stop", "data": stop_data(message.stop)})
         if message.output is not None:  # a typed result, as the stream's last data-output
-            self.parts.append(output_data(message.output, partial=False))
+            self.parts.append(dict(output_data(message.output, partial=False)))
         self.message["metadata"] = message_metadata(finish_reason(message.stop), message.stop)
 
     def result(self, result: ToolResultMessage) -> None:

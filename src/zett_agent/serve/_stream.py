@@ -78,7 +78,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any, Literal, NotRequired, TypeAlias, TypedDict, assert_never, cast
 
 from pydantic_core import to_jsonable_python
 
@@ -92,8 +92,36 @@ __all__ = [
     "DONE",
     "FINISH_REASONS",
     "UI_MESSAGE_STREAM_HEADERS",
+    "AbortChunk",
     "Chunk",
+    "DataElicitationChunk",
+    "DataOutputChunk",
+    "DataStopChunk",
+    "ErrorChunk",
+    "FinishChunk",
+    "FinishStepChunk",
+    "MessageMetadata",
+    "OutputData",
+    "ReasoningDeltaChunk",
+    "ReasoningEndChunk",
+    "ReasoningStartChunk",
+    "StartChunk",
+    "StartStepChunk",
+    "StopData",
+    "StopMetadata",
+    "TextDeltaChunk",
+    "TextEndChunk",
+    "TextStartChunk",
+    "ToolApprovalRequestChunk",
+    "ToolApprovalResponseChunk",
     "ToolCallIds",
+    "ToolInputAvailableChunk",
+    "ToolInputDeltaChunk",
+    "ToolInputErrorChunk",
+    "ToolInputStartChunk",
+    "ToolOutputAvailableChunk",
+    "ToolOutputDeniedChunk",
+    "ToolOutputErrorChunk",
     "UIMessageStream",
     "approval_id",
     "finish_reason",
@@ -105,7 +133,212 @@ __all__ = [
     "stop_metadata",
 ]
 
-Chunk: TypeAlias = dict[str, Any]
+# ------------------------------------------------------------ the chunks
+# One TypedDict per chunk type this module sends (the AI SDK's UI message stream
+# protocol v1, ``ai`` 7.x's ``UIMessageChunk``); keys (camelCase: the SDK's) in the
+# order they are sent.
+# For type checkers only: at run time a chunk is a plain dict, sent as it was.
+
+
+class StopMetadata(TypedDict):
+    """The ``stop`` of a message's metadata (:func:`stop_metadata`)."""
+
+    reason: str
+    raw: str | None
+    category: str | None
+    message: str | None
+
+
+class MessageMetadata(TypedDict):
+    """A message's ``messageMetadata`` / ``metadata`` (:func:`message_metadata`)."""
+
+    finishReason: str | None
+    stop: StopMetadata | None
+
+
+class StopData(TypedDict):
+    """The ``data`` of ``data-stop`` (:func:`stop_data`): :meth:`StopInfo.to_dict`
+    with ``describe``."""
+
+    reason: str
+    raw: str | None
+    category: str | None
+    message: str | None
+    recommended_model: str | None
+    detail: dict[str, Any]
+    describe: str
+
+
+class OutputData(TypedDict):
+    """The ``data`` of ``data-output``: a typed result's JSON and whether it is partial."""
+
+    value: Any
+    partial: bool
+
+
+class StartChunk(TypedDict):
+    type: Literal["start"]
+    messageId: str
+    messageMetadata: MessageMetadata
+
+
+class StartStepChunk(TypedDict):
+    type: Literal["start-step"]
+
+
+class FinishStepChunk(TypedDict):
+    type: Literal["finish-step"]
+
+
+class TextStartChunk(TypedDict):
+    type: Literal["text-start"]
+    id: str
+
+
+class TextDeltaChunk(TypedDict):
+    type: Literal["text-delta"]
+    id: str
+    delta: str
+
+
+class TextEndChunk(TypedDict):
+    type: Literal["text-end"]
+    id: str
+
+
+class ReasoningStartChunk(TypedDict):
+    type: Literal["reasoning-start"]
+    id: str
+
+
+class ReasoningDeltaChunk(TypedDict):
+    type: Literal["reasoning-delta"]
+    id: str
+    delta: str
+
+
+class ReasoningEndChunk(TypedDict):
+    type: Literal["reasoning-end"]
+    id: str
+
+
+class ToolInputStartChunk(TypedDict):
+    type: Literal["tool-input-start"]
+    toolCallId: str
+    toolName: str
+
+
+class ToolInputDeltaChunk(TypedDict):
+    type: Literal["tool-input-delta"]
+    toolCallId: str
+    inputTextDelta: str
+
+
+class ToolInputAvailableChunk(TypedDict):
+    type: Literal["tool-input-available"]
+    toolCallId: str
+    toolName: str
+    input: Any
+
+
+class ToolInputErrorChunk(TypedDict):
+    type: Literal["tool-input-error"]
+    toolCallId: str
+    toolName: str
+    input: Any
+    errorText: str
+
+
+class ToolOutputAvailableChunk(TypedDict):
+    type: Literal["tool-output-available"]
+    toolCallId: str
+    output: Any
+
+
+class ToolOutputErrorChunk(TypedDict):
+    type: Literal["tool-output-error"]
+    toolCallId: str
+    errorText: str
+
+
+class ToolOutputDeniedChunk(TypedDict):
+    type: Literal["tool-output-denied"]
+    toolCallId: str
+
+
+class ToolApprovalRequestChunk(TypedDict):
+    type: Literal["tool-approval-request"]
+    approvalId: str
+    toolCallId: str
+
+
+class ToolApprovalResponseChunk(TypedDict):
+    type: Literal["tool-approval-response"]
+    approvalId: str
+    approved: bool
+    reason: NotRequired[str]
+
+
+class DataStopChunk(TypedDict):
+    type: Literal["data-stop"]
+    data: StopData
+
+
+class DataOutputChunk(TypedDict):
+    type: Literal["data-output"]
+    id: Literal["output"]
+    data: OutputData
+
+
+class DataElicitationChunk(TypedDict):
+    type: Literal["data-elicitation"]
+    id: str
+    data: dict[str, Any]
+
+
+class ErrorChunk(TypedDict):
+    type: Literal["error"]
+    errorText: str
+
+
+class FinishChunk(TypedDict):
+    type: Literal["finish"]
+    finishReason: str
+    messageMetadata: NotRequired[MessageMetadata]
+
+
+class AbortChunk(TypedDict):
+    type: Literal["abort"]
+    reason: str
+
+
+Chunk: TypeAlias = (
+    StartChunk
+    | StartStepChunk
+    | FinishStepChunk
+    | TextStartChunk
+    | TextDeltaChunk
+    | TextEndChunk
+    | ReasoningStartChunk
+    | ReasoningDeltaChunk
+    | ReasoningEndChunk
+    | ToolInputStartChunk
+    | ToolInputDeltaChunk
+    | ToolInputAvailableChunk
+    | ToolInputErrorChunk
+    | ToolOutputAvailableChunk
+    | ToolOutputErrorChunk
+    | ToolOutputDeniedChunk
+    | ToolApprovalRequestChunk
+    | ToolApprovalResponseChunk
+    | DataStopChunk
+    | DataOutputChunk
+    | DataElicitationChunk
+    | ErrorChunk
+    | FinishChunk
+    | AbortChunk
+)
+"""Every chunk :class:`UIMessageStream` sends (tell them apart by ``type``)."""
 
 UI_MESSAGE_STREAM_HEADERS: Mapping[str, str] = {
     "content-type": "text/event-stream",
@@ -153,36 +386,26 @@ def finish_reason(stop: StopInfo | None, *, waiting: bool = False) -> str:
     return FINISH_REASONS[stop.reason if stop is not None else None]
 
 
-def stop_data(stop: StopInfo) -> dict[str, Any]:
+def stop_data(stop: StopInfo) -> StopData:
     """The ``data`` of a ``data-stop`` chunk: the :class:`StopInfo` fields (``reason``
     and ``raw`` as strings, ``detail`` a JSON object with ``withheld_tool_calls``
     when calls were withheld) and ``describe``, the one-line text of
     :meth:`StopInfo.describe`."""
-    return {
-        "reason": stop.reason.value,
-        "raw": stop.raw,
-        "category": stop.category,
-        "message": stop.message,
-        "recommended_model": stop.recommended_model,
-        "detail": dict(stop.detail),
-        "describe": stop.describe(),
-    }
+    return cast(StopData, stop.to_dict(describe=True))
 
 
-def stop_metadata(stop: StopInfo | None) -> dict[str, Any] | None:
+_METADATA_FIELDS = ("reason", "raw", "category", "message")
+
+
+def stop_metadata(stop: StopInfo | None) -> StopMetadata | None:
     """The ``stop`` of a message's metadata: ``reason``, ``raw``, ``category`` and
     ``message`` of ``stop`` (None for none)."""
     if stop is None:
         return None
-    return {
-        "reason": stop.reason.value,
-        "raw": stop.raw,
-        "category": stop.category,
-        "message": stop.message,
-    }
+    return cast(StopMetadata, stop.to_dict(fields=_METADATA_FIELDS))
 
 
-def message_metadata(finish: str | None, stop: StopInfo | None) -> dict[str, Any]:
+def message_metadata(finish: str | None, stop: StopInfo | None) -> MessageMetadata:
     """A message's metadata: ``{"finishReason": finish, "stop": stop_metadata(stop)}``."""
     return {"finishReason": finish, "stop": stop_metadata(stop)}
 
@@ -196,9 +419,9 @@ def approval_id(request: ApprovalRequest, call: ToolCall) -> str:
     return f"{call.id}@{request.run_id}" if request.run_id else call.id
 
 
-def output_data(value: Any, *, partial: bool) -> Chunk:
+def output_data(value: Any, *, partial: bool) -> DataOutputChunk:
     """The ``data-output`` chunk (or stored part) of a typed result ``value``."""
-    data = {"value": to_jsonable_python(value), "partial": partial}
+    data: OutputData = {"value": to_jsonable_python(value), "partial": partial}
     return {"type": "data-output", "id": "output", "data": data}
 
 
@@ -308,7 +531,7 @@ class UIMessageStream:
             self._held += chunks
             return []
         self._started = True
-        begin: Chunk = {
+        begin: StartChunk = {
             "type": "start",
             "messageId": self.message_id,
             "messageMetadata": message_metadata(None, None),
@@ -322,7 +545,7 @@ class UIMessageStream:
         ``tool-output-denied``."""
         out: list[Chunk] = []
         for approval, ui_id, decision in answered:
-            chunk: Chunk = {
+            chunk: ToolApprovalResponseChunk = {
                 "type": "tool-approval-response",
                 "approvalId": approval,
                 "approved": decision.approved,
@@ -350,14 +573,17 @@ class UIMessageStream:
                 self.step_open = True
                 self._streamed = False
                 out.append({"type": "start-step"})
-            case AgentEventType.TEXT_DELTA if event.text:
-                self._streamed = True
-                out += self._text(event.text)
-            case AgentEventType.REASONING_DELTA if event.text:
-                self._streamed = True
-                out += self._reasoning(event.text)
-            case AgentEventType.MODEL_COMPLETED if event.message is not None:
-                out += self._completed(event.message)
+            case AgentEventType.TEXT_DELTA:
+                if event.text:
+                    self._streamed = True
+                    out += self._text(event.text)
+            case AgentEventType.REASONING_DELTA:
+                if event.text:
+                    self._streamed = True
+                    out += self._reasoning(event.text)
+            case AgentEventType.MODEL_COMPLETED:
+                if event.message is not None:
+                    out += self._completed(event.message)
             case (
                 AgentEventType.MODEL_STOPPED
                 | AgentEventType.MAX_TURNS_REACHED
@@ -365,26 +591,41 @@ class UIMessageStream:
             ):
                 if event.stop is not None:
                     out.append({"type": "data-stop", "data": stop_data(event.stop)})
-            case AgentEventType.TOOL_CALL_COMPLETED if event.tool_result is not None:
-                out += self._tool_output(event.tool_result)
-            case AgentEventType.TOOL_APPROVAL_REQUESTED if (
-                event.tool_call is not None and event.approval is not None
-            ):
-                out += self._approval_request(event.approval, event.tool_call)
-            case AgentEventType.TOOL_INPUT_REQUESTED if event.data is not None:
-                # an MCP server asks the person (zett_agent.mcp._elicitation): the
-                # page shows a form and posts to /api/elicitations/{id}
-                data = dict(event.data)
-                out.append({"type": "data-elicitation", "id": str(data.get("id")), "data": data})
-            case AgentEventType.PARTIAL_OUTPUT if event.output is not None:
-                out.append(output_data(event.output, partial=True))
+            case AgentEventType.TOOL_CALL_COMPLETED:
+                if event.tool_result is not None:
+                    out += self._tool_output(event.tool_result)
+            case AgentEventType.TOOL_APPROVAL_REQUESTED:
+                if event.tool_call is not None and event.approval is not None:
+                    out += self._approval_request(event.approval, event.tool_call)
+            case AgentEventType.TOOL_INPUT_REQUESTED:
+                if event.data is not None:
+                    # an MCP server asks the person (zett_agent.mcp._elicitation): the
+                    # page shows a form and posts to /api/elicitations/{id}
+                    data = dict(event.data)
+                    out.append(
+                        {"type": "data-elicitation", "id": str(data.get("id")), "data": data}
+                    )
+            case AgentEventType.PARTIAL_OUTPUT:
+                if event.output is not None:
+                    out.append(output_data(event.output, partial=True))
             case AgentEventType.RUN_COMPLETED:
                 self.final_stop = event.stop
                 self.waiting = event.approval is not None
                 if event.output is not None:
                     out.append(output_data(event.output, partial=False))
+            case (
+                AgentEventType.RUN_STARTED
+                | AgentEventType.TOOL_CALL_DELTA  # held: the call is sent whole
+                | AgentEventType.TOOL_CALL_STARTED
+                | AgentEventType.OUTPUT_INVALID
+                | AgentEventType.TOOL_OUTCOME_UNKNOWN
+                | AgentEventType.TOOL_PROGRESS
+                | AgentEventType.TOOL_LOG
+                | AgentEventType.RUN_FAILED
+            ):
+                pass
             case _:
-                pass  # RUN_STARTED, TOOL_CALL_DELTA (held), TOOL_CALL_STARTED, RUN_FAILED
+                assert_never(kind)
         return out
 
     def finish(self) -> list[Chunk]:
@@ -407,7 +648,7 @@ class UIMessageStream:
         never raw exception text) and ``finish`` with ``"error"`` (and the metadata,
         when the message was started)."""
         closing = self._close_step()
-        error: Chunk = {"type": "error", "errorText": error_text}
+        error: ErrorChunk = {"type": "error", "errorText": error_text}
         if not self._started:  # no part: no message (and no empty bubble)
             self._held = []
             return [error, {"type": "finish", "finishReason": "error"}]
@@ -454,14 +695,14 @@ class UIMessageStream:
     def _close_text(self) -> list[Chunk]:
         if self._text_id is None:
             return []
-        chunk = {"type": "text-end", "id": self._text_id}
+        chunk: TextEndChunk = {"type": "text-end", "id": self._text_id}
         self._text_id = None
         return [chunk]
 
     def _close_reasoning(self) -> list[Chunk]:
         if self._reasoning_id is None:
             return []
-        chunk = {"type": "reasoning-end", "id": self._reasoning_id}
+        chunk: ReasoningEndChunk = {"type": "reasoning-end", "id": self._reasoning_id}
         self._reasoning_id = None
         return [chunk]
 

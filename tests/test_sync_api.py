@@ -20,6 +20,7 @@ import pytest
 from pydantic import BaseModel
 
 from faults.wire import WIRES
+from helpers import default_sigint
 from zett_agent import (
     AgentClient,
     AgentEventType,
@@ -205,6 +206,7 @@ def test_ctrl_c_cancels_a_sync_run_cleanly(tmp_path: Path, how: str) -> None:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=default_sigint,  # the SIGINT below works even from a background job
     )
     try:
         assert child.stdout is not None

@@ -2,13 +2,17 @@
 
 * real sleeps: ``time.sleep`` / ``asyncio.sleep`` / ``anyio.sleep`` / ``trio.sleep``
   with a duration that is not the literal 0, outside the tests that run on a
-  virtual-time loop (a module or test marked ``looptime``, not ``realclock``);
-  ``time.sleep`` counts everywhere (it blocks the real thread whatever the loop);
+  virtual-time loop (a module or test marked ``looptime``) and outside the tests
+  marked ``realclock``; ``time.sleep`` counts in virtual-time tests too (it blocks
+  the real thread whatever the loop);
 * wall-clock reads: ``time.monotonic()``, ``time.perf_counter()``, ``time.time()``
   outside the tests marked ``realclock`` (the ones that may assert on wall time);
 * realclock tests: test functions marked ``realclock``.
 
 Grep-level, by the syntax tree: a helper's read counts as outside ``realclock``.
+Test modules (``test_*.py``) and support files (helpers, child processes the tests
+start and kill) are counted apart. The sleeps of ``ReplayServer``'s thread
+(``Reply(delay=, stall_seconds=)``) are not counted.
 Not collected by pytest (no ``test_`` prefix).
 """
 
@@ -52,12 +56,19 @@ def _dotted(func: ast.expr) -> tuple[str, str] | None:
 
 
 def census(listing: bool = False) -> dict[str, int]:
-    counts = {"real sleeps": 0, "wall-clock reads": 0, "realclock tests": 0}
+    counts = {
+        "real sleeps in tests": 0,
+        "real sleeps in support files": 0,
+        "wall-clock reads in tests": 0,
+        "wall-clock reads in support files": 0,
+        "realclock tests": 0,
+    }
     for path in sorted(TESTS.rglob("*.py")):
         if "node_modules" in path.parts or path.name == "clock_census.py":
             continue
         tree = ast.parse(path.read_text(), str(path))
         module = _module_marks(tree)
+        where = "tests" if path.name.startswith("test_") else "support files"
         for top in tree.body:
             marks = set(module)
             if isinstance(top, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
@@ -75,12 +86,13 @@ def census(listing: bool = False) -> dict[str, int]:
                         and isinstance(node.args[0], ast.Constant)
                         and node.args[0].value == 0
                     )
-                    if not zero and (name == ("time", "sleep") or not virtual):
-                        counts["real sleeps"] += 1
+                    real = name == ("time", "sleep") or not virtual
+                    if not zero and real and "realclock" not in marks:
+                        counts[f"real sleeps in {where}"] += 1
                         if listing:
                             print(f"sleep {path.relative_to(TESTS)}:{node.lineno}")
                 elif name in CLOCKS and "realclock" not in marks:
-                    counts["wall-clock reads"] += 1
+                    counts[f"wall-clock reads in {where}"] += 1
                     if listing:
                         print(f"clock {path.relative_to(TESTS)}:{node.lineno}")
     return counts

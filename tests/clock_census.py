@@ -4,9 +4,14 @@
   with a duration that is not the literal 0, outside the tests that run on a
   virtual-time loop (a module or test marked ``looptime``) and outside the tests
   marked ``realclock``; ``time.sleep`` counts in virtual-time tests too (it blocks
-  the real thread whatever the loop);
-* wall-clock reads: ``time.monotonic()``, ``time.perf_counter()``, ``time.time()``
-  outside the tests marked ``realclock`` (the ones that may assert on wall time);
+  the real thread whatever the loop). A sleep inside a ``while`` loop is a *poll*
+  (waiting for a child process or a thread to get somewhere) and counted apart;
+* wall-clock assertions: an ``assert`` on a duration of wall time (a difference of
+  ``time.monotonic()`` / ``time.perf_counter()`` / ``time.time()`` reads, directly
+  or through a name bound to one) outside the tests marked ``realclock``; a poll's
+  guard (``assert time.monotonic() < deadline``) is not one;
+* wall-clock reads: every such call outside ``realclock`` tests (deadlines of polls,
+  wall-clock data such as a reset time, and the assertions' reads);
 * realclock tests: test functions marked ``realclock``.
 
 Grep-level, by the syntax tree: a helper's read counts as outside ``realclock``.
@@ -55,14 +60,76 @@ def _dotted(func: ast.expr) -> tuple[str, str] | None:
     return None
 
 
+def _is_clock(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and _dotted(node.func) in CLOCKS
+
+
+def _target(node: ast.expr) -> str | None:
+    """A name or ``x.attr`` bound by an assignment, as text."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _uses(node: ast.AST) -> set[str]:
+    used: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            used.add(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            used.add(sub.attr)
+    return used
+
+
+def _durations(top: ast.AST) -> tuple[set[str], set[str]]:
+    """Names bound to a clock read, and names bound to a difference involving one."""
+    reads: set[str] = set()
+    durations: set[str] = set()
+    for _ in range(2):  # twice: a duration may be built from a name bound later
+        for node in ast.walk(top):
+            if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+                value = node.value
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if value is None:
+                    continue
+                names = {t for t in map(_target, targets) if t}
+                if any(_is_clock(sub) for sub in ast.walk(value)):
+                    reads |= names
+                if _is_difference(value, reads, durations):
+                    durations |= names
+            elif isinstance(node, ast.Call) and _target(node.func) == "append" and node.args:
+                owner = node.func.value if isinstance(node.func, ast.Attribute) else None
+                name = _target(owner) if owner is not None else None
+                if name and _is_difference(node.args[0], reads, durations):
+                    durations.add(name)
+    return reads, durations
+
+
+def _is_difference(node: ast.AST, reads: set[str], durations: set[str]) -> bool:
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name | ast.Attribute) and _target(sub) in durations:
+            return True
+        if isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Sub):
+            for side in (sub.left, sub.right):
+                if _is_clock(side) or _target(side) in reads:  # type: ignore[arg-type]
+                    return True
+    return False
+
+
 def census(listing: bool = False) -> dict[str, int]:
-    counts = {
-        "real sleeps in tests": 0,
-        "real sleeps in support files": 0,
-        "wall-clock reads in tests": 0,
-        "wall-clock reads in support files": 0,
-        "realclock tests": 0,
-    }
+    counts: dict[str, int] = {}
+    for where in ("tests", "support files"):
+        for what in ("real sleeps", "poll sleeps", "wall-clock assertions", "wall-clock reads"):
+            counts[f"{what} in {where}"] = 0
+    counts["realclock tests"] = 0
+
+    def note(what: str, where: str, path: Path, line: int) -> None:
+        counts[f"{what} in {where}"] += 1
+        if listing:
+            print(f"{what:22} {path.relative_to(TESTS)}:{line}")
+
     for path in sorted(TESTS.rglob("*.py")):
         if "node_modules" in path.parts or path.name == "clock_census.py":
             continue
@@ -75,8 +142,17 @@ def census(listing: bool = False) -> dict[str, int]:
                 marks |= _marks(top.decorator_list)
                 if top.name.startswith("test") and "realclock" in marks:
                     counts["realclock tests"] += 1
-            virtual = "looptime" in marks and "realclock" not in marks
+            if "realclock" in marks:
+                continue
+            virtual = "looptime" in marks
+            reads, durations = _durations(top)
+            in_while: set[int] = set()
             for node in ast.walk(top):
+                if isinstance(node, ast.While):
+                    in_while |= {id(sub) for sub in ast.walk(node)}
+            for node in ast.walk(top):
+                if isinstance(node, ast.Assert) and _is_difference(node.test, reads, durations):
+                    note("wall-clock assertions", where, path, node.lineno)
                 if not isinstance(node, ast.Call):
                     continue
                 name = _dotted(node.func)
@@ -86,15 +162,11 @@ def census(listing: bool = False) -> dict[str, int]:
                         and isinstance(node.args[0], ast.Constant)
                         and node.args[0].value == 0
                     )
-                    real = name == ("time", "sleep") or not virtual
-                    if not zero and real and "realclock" not in marks:
-                        counts[f"real sleeps in {where}"] += 1
-                        if listing:
-                            print(f"sleep {path.relative_to(TESTS)}:{node.lineno}")
-                elif name in CLOCKS and "realclock" not in marks:
-                    counts[f"wall-clock reads in {where}"] += 1
-                    if listing:
-                        print(f"clock {path.relative_to(TESTS)}:{node.lineno}")
+                    if not zero and (name == ("time", "sleep") or not virtual):
+                        kind = "poll sleeps" if id(node) in in_while else "real sleeps"
+                        note(kind, where, path, node.lineno)
+                elif name in CLOCKS:
+                    note("wall-clock reads", where, path, node.lineno)
     return counts
 
 

@@ -33,6 +33,8 @@ from zett_agent.serve import ServeSettings, create_app
 from zett_agent.sessions import InMemorySessionStore
 from zett_agent.testing import ReplayServer, ReplayTransport
 
+pytestmark = pytest.mark.looptime  # but the realclock test: a real server
+
 SETTINGS = ServeSettings(stream_buffer_bytes=16 * 1024, slow_client_timeout=1.0)
 
 
@@ -172,7 +174,6 @@ async def stored_session(app: Any, chat_id: str) -> dict[str, Any]:
     return stored
 
 
-@pytest.mark.looptime
 async def test_a_stalled_client_is_dropped_exactly_at_the_slow_client_timeout() -> None:
     app = in_process_app()
     with anyio.fail_after(60):
@@ -185,7 +186,6 @@ async def test_a_stalled_client_is_dropped_exactly_at_the_slow_client_timeout() 
     assert abs((ended - first) - SETTINGS.slow_client_timeout) < 0.005, ended - first
 
 
-@pytest.mark.looptime
 async def test_a_client_that_reads_slowly_gets_the_whole_answer() -> None:
     """Pauses shorter than the limit between reads only hold the run back (the
     pauses are on the loop's clock: 4 x 0.9 s, each just under the limit)."""

@@ -123,6 +123,7 @@ def test_agent_client_run_sync_and_stream_sync(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.realclock  # a real process and socket: a wall-clock bound, wide margin
 def test_leaving_stream_sync_early_closes_the_run(tmp_path: Path) -> None:
     chunks = [*CHAT.head(), *CHAT.text("Hel"), *CHAT.text("lo")]
     slow = CHAT.reply(chunks, stall_after=len(chunks), stall_seconds=5)
@@ -196,6 +197,7 @@ with ReplayServer([stalled]) as server:
 """
 
 
+@pytest.mark.realclock  # a real process and socket: a wall-clock bound, wide margin
 @pytest.mark.parametrize("how", ["run", "stream"])
 def test_ctrl_c_cancels_a_sync_run_cleanly(tmp_path: Path, how: str) -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}

@@ -18,8 +18,8 @@ and the replies come from :class:`ReplayTransport`, in the process, paced by tha
 loop's clock: a 10 s stall costs no wall time, and the times are exact. They are
 measured from the client's side (the last TEXT_DELTA event) on the loop's clock,
 so each test checks *which* clock ended the call and *when*, to the millisecond.
-The two pool tests need the model's own pool (a real socket): they run on the
-real clock (``realclock``) and assert nothing about time.
+The pool's tests need the model's own pool (a real socket): they are in
+``test_pool_matrix.py``, on the real clock.
 """
 
 from __future__ import annotations
@@ -42,9 +42,9 @@ from zett_agent import (
     UserMessage,
     create_agent,
 )
-from zett_agent.errors import CallTimeoutError, PoolTimeoutError, TransportError
+from zett_agent.errors import CallTimeoutError, TransportError
 from zett_agent.sessions import InMemorySessionStore
-from zett_agent.testing import ReplayServer, ReplayTransport, Reply
+from zett_agent.testing import ReplayTransport, Reply
 
 from .test_fault_matrix import TEXTS, unused, write_note
 from .wire import WIRES, Wire, sse
@@ -226,44 +226,6 @@ async def test_attempt_deadline_bounds_a_trickled_whole_body(wire: Wire, tmp_pat
     assert len(server.requests) == 1
 
 
-# ---------------------------------------------------------------- the pool
-
-
-@pytest.mark.realclock
-async def test_pool_exhaustion_is_its_own_error(wire: Wire) -> None:
-    slow = wire.reply(wire.answer(TEXTS), stall_after=len(wire.head()) + 1, stall_seconds=2.0)
-    with ReplayServer([slow, wire.reply(wire.answer(TEXTS))]) as server:
-        model = Model(
-            wire.vendor,
-            "m",
-            base_url=server.url,
-            api_key="test-key",
-            max_connections=1,
-            pool_timeout=0.3,
-            idle_timeout=5,
-            max_retries=0,
-        )
-        request = ModelRequest("m", [UserMessage("hi")])
-        errors: list[BaseException] = []
-
-        async def second() -> None:
-            await anyio.sleep(0.2)  # the first call holds the only connection
-            try:
-                await model.complete(request)
-            except TransportError as error:
-                errors.append(error)
-
-        with anyio.fail_after(LIMIT):
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(second)
-                first = await model.complete(request)
-        await model.aclose()
-    assert first.text == "".join(TEXTS)  # the call that held the connection is unharmed
-    assert len(errors) == 1 and isinstance(errors[0], PoolTimeoutError), errors
-    assert errors[0].limit == "pool_timeout" and "idle" not in str(errors[0])
-    assert len(server.requests) == 1
-
-
 # ---------------------------------------------------------------- the case file
 
 
@@ -373,40 +335,6 @@ async def test_without_the_timer_the_deadline_ends_a_silent_call(tmp_path: Path)
         out = await run(server, wire, tmp_path, attempt_timeout=0.8, max_retries=2)
     assert isinstance(out.result, CallTimeoutError) and out.result.limit == "attempt_timeout"
     assert abs(out.elapsed - 0.8) < EXACT, out.elapsed
-
-
-@pytest.mark.realclock
-async def test_waiting_for_the_pool_is_not_charged_to_the_call(wire: Wire) -> None:
-    """The second call waits ~1.2 s for the only connection; its own clocks (first
-    output 0.8 s, deadline 1.0 s) start when it is sent, so it still succeeds."""
-    slow = wire.reply(wire.answer(TEXTS), stall_after=len(wire.head()) + 1, stall_seconds=1.2)
-    with ReplayServer([slow, wire.reply(wire.answer(TEXTS))]) as server:
-        model = Model(
-            wire.vendor,
-            "m",
-            base_url=server.url,
-            api_key="test-key",
-            max_connections=1,
-            pool_timeout=10,
-            idle_timeout=5,
-            first_output_timeout=0.8,
-            attempt_timeout=5,
-            max_retries=0,
-        )
-        request = ModelRequest("m", [UserMessage("hi")])
-        second: list[Any] = []
-
-        async def later() -> None:
-            await anyio.sleep(0.2)
-            second.append(await model.complete(request))
-
-        with anyio.fail_after(LIMIT):
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(later)
-                await model.complete(request)
-        await model.aclose()
-    assert second[0].text == "".join(TEXTS) and second[0].stop is None
-    assert len(server.requests) == 2
 
 
 async def test_a_host_cancellation_is_never_taken_for_a_limit() -> None:

@@ -4,8 +4,9 @@
   with a duration that is not the literal 0, outside the tests that run on a
   virtual-time loop (a module or test marked ``looptime``) and outside the tests
   marked ``realclock``; ``time.sleep`` counts in virtual-time tests too (it blocks
-  the real thread whatever the loop). A sleep inside a ``while`` loop is a *poll*
-  (waiting for a child process or a thread to get somewhere) and counted apart;
+  the real thread whatever the loop). A sleep inside a ``while`` loop (or a ``for``
+  loop that breaks out) is a *poll* (waiting for a child process or a thread to
+  get somewhere) and counted apart;
 * wall-clock assertions: an ``assert`` on a duration of wall time (a difference of
   ``time.monotonic()`` / ``time.perf_counter()`` / ``time.time()`` reads, directly
   or through a name bound to one) outside the tests marked ``realclock``; a poll's
@@ -148,7 +149,10 @@ def census(listing: bool = False) -> dict[str, int]:
             reads, durations = _durations(top)
             in_while: set[int] = set()
             for node in ast.walk(top):
-                if isinstance(node, ast.While):
+                breaks = isinstance(node, ast.For) and any(
+                    isinstance(sub, ast.Break) for sub in ast.walk(node)
+                )
+                if isinstance(node, ast.While) or breaks:
                     in_while |= {id(sub) for sub in ast.walk(node)}
             for node in ast.walk(top):
                 if isinstance(node, ast.Assert) and _is_difference(node.test, reads, durations):

@@ -107,6 +107,7 @@ async def test_without_a_way_to_ask_the_request_is_declined_at_once(mode: str) -
     assert event.data["message"] == "What is your name?"  # the host still hears of it
 
 
+@pytest.mark.realclock  # a real server over stdio: the person's 2.5 s wait is real
 @pytest.mark.parametrize("mode", ERAS)
 async def test_a_persons_wait_is_not_counted_against_the_call_timeout(mode: str) -> None:
     need_mcp()

@@ -15,7 +15,9 @@
   wall-clock data such as a reset time, and the assertions' reads);
 * realclock tests: test functions marked ``realclock``.
 
-Grep-level, by the syntax tree: a helper's read counts as outside ``realclock``.
+Grep-level, by the syntax tree: a helper's read counts as outside ``realclock``;
+a helper (a top-level function or class) that only virtual-time tests of its
+module use is on virtual time too.
 Test modules (``test_*.py``) and support files (helpers, child processes the tests
 start and kill) are counted apart. The sleeps of ``ReplayServer``'s thread
 (``Reply(delay=, stall_seconds=)``) are not counted.
@@ -137,10 +139,22 @@ def census(listing: bool = False) -> dict[str, int]:
         tree = ast.parse(path.read_text(), str(path))
         module = _module_marks(tree)
         where = "tests" if path.name.startswith("test_") else "support files"
+        own: dict[str, set[str]] = {}
+        for top in tree.body:
+            if isinstance(top, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                own[top.name] = module | _marks(top.decorator_list)
+        users: dict[str, list[set[str]]] = {}
+        for top in tree.body:
+            if isinstance(top, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                for name in _uses(top) & set(own) - {top.name}:
+                    users.setdefault(name, []).append(own[top.name])
         for top in tree.body:
             marks = set(module)
             if isinstance(top, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 marks |= _marks(top.decorator_list)
+                used_by = users.get(top.name, [])
+                if used_by and all("looptime" in m and "realclock" not in m for m in used_by):
+                    marks.add("looptime")
                 if top.name.startswith("test") and "realclock" in marks:
                     counts["realclock tests"] += 1
             if "realclock" in marks:

@@ -8,18 +8,81 @@ printed under pytest-xdist too (the controller loads only this conftest)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import functools
 import re
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 RECORDINGS = Path(__file__).parent / "recordings"
 
 
+def virtual_time_loop() -> asyncio.AbstractEventLoop:
+    """An asyncio loop whose clock is virtual (looptime), starting at 0: when every
+    task waits for a timer, the clock jumps to it. Only for tests whose every wait
+    is in the loop (no sockets, no threads): a real wait would lose the race."""
+    import looptime
+
+    return looptime.new_event_loop(start=0.0)
+
+
+def on_virtual_time(node: pytest.Item) -> bool:
+    """Marked ``looptime`` (the test or its module) and not ``realclock``."""
+    return bool(node.get_closest_marker("looptime")) and not node.get_closest_marker("realclock")
+
+
 @pytest.fixture
-def anyio_backend() -> str:
+def anyio_backend(request: pytest.FixtureRequest) -> Any:
+    """asyncio; on a virtual-time loop for tests marked ``looptime`` (and not
+    ``realclock``, which a test of a virtual-time module takes for a real loop)."""
+    if on_virtual_time(request.node):
+        return ("asyncio", {"loop_factory": virtual_time_loop})
     return "asyncio"
+
+
+async def _run_sync_on_the_loops_executor(
+    func: Callable[..., Any],
+    *args: Any,
+    abandon_on_cancel: bool = False,
+    cancellable: bool | None = None,
+    limiter: Any = None,
+) -> Any:
+    """``anyio.to_thread.run_sync`` through ``loop.run_in_executor``: looptime sees
+    those futures and lets real time pass while a thread works (anyio's own worker
+    threads it cannot see, so the clock would jump to the next timer meanwhile).
+    Same contract: the context is copied; without ``abandon_on_cancel`` a
+    cancellation waits for the thread to finish."""
+    future = asyncio.get_running_loop().run_in_executor(
+        None, functools.partial(contextvars.copy_context().run, func, *args)
+    )
+    if abandon_on_cancel or cancellable:
+        return await future
+    cancelled: BaseException | None = None
+    while not future.done():
+        try:
+            await asyncio.shield(future)
+        except asyncio.CancelledError as error:
+            cancelled = error
+    if cancelled is not None:
+        raise cancelled
+    return future.result()
+
+
+@pytest.fixture(autouse=True)
+def _threads_seen_by_virtual_time(request: pytest.FixtureRequest) -> Iterator[None]:
+    if not on_virtual_time(request.node):
+        yield
+        return
+    import anyio.to_thread
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(anyio.to_thread, "run_sync", _run_sync_on_the_loops_executor)
+        yield
 
 
 @pytest.fixture(autouse=True)

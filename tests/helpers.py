@@ -3,6 +3,7 @@ SSE bytes decoded sans-IO the way transport.py reads them."""
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterable
 from typing import Any
 
@@ -14,6 +15,14 @@ from zett_agent.protocols._base import Decoder
 from zett_agent.protocols._framing import SSEFramer
 from zett_agent.testing import ReplayServer, Reply
 from zett_agent.vendors import Vendor
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` of a child the test sends SIGINT (Ctrl-C): the default SIGINT
+    disposition, whatever this process has. A suite run as a background job ignores
+    SIGINT, children inherit that, and a Python started with SIGINT ignored never
+    raises KeyboardInterrupt: the Ctrl-C tests would wait for their timeouts."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def hello(model: str = "m") -> ModelRequest:

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 
 import pexpect
 
+from helpers import default_sigint
+
 __all__ = ["Terminal", "spawn_zett"]
 
 Terminal = pexpect.spawn
@@ -26,6 +28,7 @@ def spawn_zett(*args: str, env: Mapping[str, str] | None = None, timeout: float 
         codec_errors="replace",
         timeout=timeout,
         dimensions=(40, 200),
+        preexec_fn=default_sigint,  # Ctrl-C works even when this suite ignores SIGINT
     )
     return child
 

@@ -36,6 +36,8 @@ from zett_agent.extensions import RefusalReplay, RefusalReplayExtension
 from zett_agent.testing import ScriptedModel, reply
 from zett_agent.tools import NOT_RUN
 
+pytestmark = pytest.mark.looptime  # virtual time: tool timeouts and waits cost no wall time
+
 E = AgentEventType
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from zett_agent.cli import EXIT_CODES
 from zett_agent.testing import ReplayServer, Reply
 
@@ -74,6 +76,7 @@ def test_attached_files_go_with_the_prompt(tmp_path: Path) -> None:
     assert f"[document scan application/pdf, {len(PDF)} bytes]" in shown.stdout
 
 
+@pytest.mark.realclock  # a real process and socket: a wall-clock bound, wide margin
 def test_the_local_model_says_it_cannot_see_images_before_starting(tmp_path: Path) -> None:
     (tmp_path / "cat.png").write_bytes(PNG)
     started = time.monotonic()

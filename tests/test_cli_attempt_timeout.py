@@ -7,11 +7,14 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from zett_agent.testing import ReplayServer, Reply
 
 ZETT = [sys.executable, "-m", "zett_agent.cli"]
 
 
+@pytest.mark.realclock  # a real process and socket: a wall-clock bound, wide margin
 def test_attempt_timeout_ends_a_slow_stream_as_interrupted() -> None:
     def chunk(text: str) -> dict[str, object]:
         choice = {"index": 0, "delta": {"content": text}, "finish_reason": None}

@@ -1,12 +1,21 @@
 """Ctrl-C on a real terminal (a pty): at ``zett run``'s approval prompt it ends the
 run at once with exit status 130, and nothing is lost (the stored request waits
-to be decided); Ctrl-D there leaves the calls waiting (exit 9)."""
+to be decided); Ctrl-D there leaves the calls waiting (exit 9).
+
+Also when this suite ignores SIGINT (run as a background job, ``pytest &``): the
+child is spawned with the default SIGINT disposition (``helpers.default_sigint``),
+else a Python started with SIGINT ignored never sees Ctrl-C and the test would wait
+for its timeout."""
 
 from __future__ import annotations
 
 import json
+import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from terminal import finish, spawn_zett
 from test_approvals_cli import answer, weather_call
@@ -14,6 +23,21 @@ from test_cli import EXIT_CODES, openai_env, zett
 from zett_agent.testing import ReplayServer
 
 
+@pytest.fixture(params=["sigint-default", "sigint-ignored"])
+def parent_sigint(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The suite as run from a terminal, then as a background job (SIGINT ignored)."""
+    if request.param == "sigint-default":
+        yield
+        return
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+@pytest.mark.realclock  # a real terminal and process: "at once" is wall time (5 s margin)
+@pytest.mark.usefixtures("parent_sigint")
 def test_ctrl_c_at_the_approval_prompt_exits_130_at_once_and_loses_nothing(
     tmp_path: Path,
 ) -> None:

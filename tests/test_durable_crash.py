@@ -22,6 +22,7 @@ import pytest
 
 pytest.importorskip("dbos", reason="durable runs need the 'durable' extra (dbos)")
 
+from helpers import default_sigint
 from zett_agent import Message, SQLiteSessionStore, StopReason, ToolResultMessage
 from zett_agent.durable import TOOL_INTERRUPTED
 from zett_agent.testing import ReplayServer, Reply
@@ -94,6 +95,7 @@ def start(workdir: Path, url: str, crash: str) -> subprocess.Popen[bytes]:
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
+        preexec_fn=default_sigint,  # one test sends SIGINT: even from a background job
     )
 
 

@@ -7,6 +7,7 @@ per-model concurrency limit whose wait is not charged to the call's clocks."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -31,7 +32,7 @@ from zett_agent import (
     UserMessage,
     create_agent,
 )
-from zett_agent.testing import ReplayServer, Reply
+from zett_agent.testing import ReplayServer, ReplayTransport, Reply
 
 TEXTS = ["Hello ", "there."]
 
@@ -45,9 +46,15 @@ def error(wire: Wire, status: int, body: Any = None, **headers: str) -> Reply:
     return Reply.json(data, status=status, headers=dict(headers))
 
 
-def member(wire: Wire, server: ReplayServer, **options: Any) -> Model:
+def member(wire: Wire, server: ReplayServer | ReplayTransport, **options: Any) -> Model:
     options.setdefault("max_retries", 0)
+    if isinstance(server, ReplayTransport):
+        options["client"] = server.client()
     return Model(wire.vendor, f"{wire.name}-m", base_url=server.url, api_key="k", **options)
+
+
+def loop_time() -> float:
+    return asyncio.get_running_loop().time()
 
 
 @pytest.fixture(params=[True, False], ids=["streamed", "whole"])
@@ -182,6 +189,19 @@ def test_a_circuit_half_opens_after_its_cooldown() -> None:
     assert breaker.open_for("p:m") == 10  # failed again: open again
     breaker.succeeded("p:m")
     assert breaker.open_for("p:m") is None
+
+
+@pytest.mark.looptime
+async def test_the_cooldown_is_measured_on_the_event_loops_clock() -> None:
+    """By default the breaker reads the running loop's clock: on virtual time a
+    60 s cooldown passes with the loop's 60 s, at no cost in wall time."""
+    breaker = CircuitBreaker(failures=1, cooldown=60)
+    breaker.failed("p:m")
+    await anyio.sleep(59)
+    left = breaker.open_for("p:m")
+    assert left is not None and abs(left - 1) < 0.005, left
+    await anyio.sleep(1.5)
+    assert breaker.open_for("p:m") is None  # one call may go
 
 
 async def test_no_fallback_after_output_unless_the_host_allows_it() -> None:
@@ -334,26 +354,27 @@ def wire(request: pytest.FixtureRequest) -> Wire:
     return WIRES[request.param]
 
 
+@pytest.mark.looptime  # the retry wait is virtual: exactly what the provider asked for
 async def test_a_429_is_a_typed_rate_limit_error_with_its_reset_time(wire: Wire) -> None:
-    with ReplayServer([error(wire, 429, **{"retry-after-ms": "300"})]) as server:
+    with ReplayTransport([error(wire, 429, **{"retry-after-ms": "300"})]) as server:
         model = member(wire, server, max_retries=0)
-        before = time.time()
+        before = time.time()  # reset_at is a wall-clock time (data), not a duration
         with pytest.raises(RateLimitError) as caught:
             await model.complete(ModelRequest("m", [UserMessage("hi")]))
         assert caught.value.retry_after == pytest.approx(0.3)
         assert caught.value.reset_at == pytest.approx(before + 0.3, abs=0.5)
         assert caught.value.retryable
         retrying = member(wire, server, max_retries=1)
-        started = time.monotonic()
+        started = loop_time()
         server.add(error(wire, 429, **{"retry-after-ms": "300"}))
         server.add(answer(wire))
         server.requests.clear()
         response = await retrying.complete(ModelRequest("m", [UserMessage("hi")]))
-        waited = time.monotonic() - started
+        waited = loop_time() - started
         await model.aclose()
         await retrying.aclose()
     assert response.text == "Hello there."
-    assert waited >= 0.3  # the wait the provider asked for
+    assert abs(waited - 0.3) < 0.005, waited  # the wait the provider asked for, no more
 
 
 @pytest.mark.parametrize(
@@ -411,23 +432,29 @@ async def test_a_gemini_resource_exhausted_with_retry_info_stays_retryable() -> 
     assert len(server.requests) == 1  # 34.4 s is over max_retry_wait: raised, not slept
 
 
+@pytest.mark.looptime
 async def test_concurrency_limit_wait_is_not_charged_to_the_clocks() -> None:
     wire = WIRES["anthropic"]
-    # ~2.5 s of streaming; the first event after 0.35 s, well inside the 1.5 s
-    # first-output limit even on a loaded machine (0.15 s against 0.6 s was not)
+    # ~3 s of streaming (on virtual time); the first event after 0.35 s, inside the
+    # 1.5 s first-output limit
     slow = answer(wire, ["a", "b", "c", "d", "e", "f"], delay=0.35)
-    with ReplayServer([slow, answer(wire)]) as server:
-        options = {"max_concurrency": 1, "first_output_timeout": 1.5, "max_retries": 0}
+    with ReplayTransport([slow, answer(wire)]) as server:
+        options: dict[str, Any] = {
+            "max_concurrency": 1,
+            "first_output_timeout": 1.5,
+            "max_retries": 0,
+            "client": server.client(),
+        }
         one = Model("anthropic", "slot-test", base_url=server.url, api_key="k", **options)
         two = Model("anthropic", "slot-test", base_url=server.url, api_key="k", **options)
         assert one.slots is two.slots  # one limit per provider, model and base URL
         results: list[Any] = []
         finished: list[float] = []
-        started = time.monotonic()
+        started = loop_time()
 
         async def call(model: Model) -> None:
             results.append(await model.complete(ModelRequest("slot-test", [UserMessage("hi")])))
-            finished.append(time.monotonic() - started)
+            finished.append(loop_time() - started)
 
         async with anyio.create_task_group() as group:
             group.start_soon(call, one)
@@ -435,11 +462,13 @@ async def test_concurrency_limit_wait_is_not_charged_to_the_clocks() -> None:
             group.start_soon(call, two)
         await one.aclose()
         await two.aclose()
-    # the second call waited ~2.5 s for the slot, longer than its first-output limit
-    # of 1.5 s, and still answered: the wait is not charged to its clocks
+    # the second call waited for the slot as long as the first streamed (all its
+    # chunks, 0.35 s apart), longer than its first-output limit of 1.5 s, and still
+    # answered: the wait is not charged to its clocks
     assert [r.stop_info.reason for r in results] == [StopReason.END_TURN, StopReason.END_TURN]
     assert [r.text for r in results] == ["abcdef", "Hello there."]
-    assert finished[1] >= 1.8
+    assert abs(finished[0] - 0.35 * (len(slow.chunks) - 1)) < 0.005, finished
+    assert finished[0] > 1.5 and abs(finished[1] - finished[0]) < 0.005, finished
 
 
 def test_reset_header_formats() -> None:

@@ -49,6 +49,7 @@ async def run(tools: Any, replies: list[Reply]) -> tuple[list[Any], ReplayServer
     return events, replay
 
 
+@pytest.mark.realclock  # a real process and socket: a wall-clock bound, wide margin
 async def test_the_case_an_http_server_that_dies_mid_call_never_ends_the_run(
     tmp_path: Path,
 ) -> None:

@@ -92,6 +92,7 @@ async def test_a_url_elicitation_reaches_the_host() -> None:
     assert asked[0].mode == "url" and asked[0].url == "https://example.com/sign-in"
 
 
+@pytest.mark.realclock  # a real process and socket: a wall-clock bound, wide margin
 @pytest.mark.parametrize("mode", ERAS)
 async def test_without_a_way_to_ask_the_request_is_declined_at_once(mode: str) -> None:
     need_mcp()
@@ -106,6 +107,7 @@ async def test_without_a_way_to_ask_the_request_is_declined_at_once(mode: str) -
     assert event.data["message"] == "What is your name?"  # the host still hears of it
 
 
+@pytest.mark.realclock  # a real server over stdio: the person's 2.5 s wait is real
 @pytest.mark.parametrize("mode", ERAS)
 async def test_a_persons_wait_is_not_counted_against_the_call_timeout(mode: str) -> None:
     need_mcp()
@@ -120,6 +122,7 @@ async def test_a_persons_wait_is_not_counted_against_the_call_timeout(mode: str)
     assert results(events)["c1"] == "hello Ada (36)"
 
 
+@pytest.mark.realclock  # a real process and socket: a wall-clock bound, wide margin
 async def test_the_wait_is_bounded_by_elicitation_timeout() -> None:
     need_mcp()
     from zett_agent.mcp import MCPTools

@@ -24,6 +24,7 @@ import pytest
 
 pytest.importorskip("starlette", reason="the serve extra (starlette, uvicorn) is not installed")
 
+from helpers import default_sigint
 from mcp_helpers import COUNTING, calls_in, need_mcp
 from serve_support import chat_body, read_chunks
 from test_mcp_cli import answer, call_reply
@@ -48,6 +49,7 @@ def zett_serve(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
         text=True,
+        preexec_fn=default_sigint,  # it is stopped with SIGINT: even from a background job
     )
 
 

@@ -334,6 +334,7 @@ class EchoModel:
         pass
 
 
+@pytest.mark.looptime  # the echo model's pauses are virtual
 async def test_concurrent_sessions_in_one_process(tmp_path: Path) -> None:
     model = EchoModel()
     agent = await create_agent(model)

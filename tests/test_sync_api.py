@@ -20,6 +20,7 @@ import pytest
 from pydantic import BaseModel
 
 from faults.wire import WIRES
+from helpers import default_sigint
 from zett_agent import (
     AgentClient,
     AgentEventType,
@@ -122,6 +123,7 @@ def test_agent_client_run_sync_and_stream_sync(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.realclock  # a real process and socket: a wall-clock bound, wide margin
 def test_leaving_stream_sync_early_closes_the_run(tmp_path: Path) -> None:
     chunks = [*CHAT.head(), *CHAT.text("Hel"), *CHAT.text("lo")]
     slow = CHAT.reply(chunks, stall_after=len(chunks), stall_seconds=5)
@@ -195,6 +197,7 @@ with ReplayServer([stalled]) as server:
 """
 
 
+@pytest.mark.realclock  # a real process and socket: a wall-clock bound, wide margin
 @pytest.mark.parametrize("how", ["run", "stream"])
 def test_ctrl_c_cancels_a_sync_run_cleanly(tmp_path: Path, how: str) -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -205,6 +208,7 @@ def test_ctrl_c_cancels_a_sync_run_cleanly(tmp_path: Path, how: str) -> None:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=default_sigint,  # the SIGINT below works even from a background job
     )
     try:
         assert child.stdout is not None

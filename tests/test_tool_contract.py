@@ -23,8 +23,10 @@ from zett_agent import (
     ToolResultMessage,
     create_agent,
 )
-from zett_agent.testing import ReplayServer, Reply, ScriptedModel, reply
+from zett_agent.testing import ReplayTransport, Reply, ScriptedModel, reply
 from zett_agent.tools import NOT_RUN, Tool, as_tool
+
+pytestmark = pytest.mark.looptime  # virtual time: tool timeouts and waits cost no wall time
 
 E = AgentEventType
 RAN: list[str] = []
@@ -176,12 +178,11 @@ def anthropic_text(text: str) -> Reply:
 
 
 async def test_two_calls_with_one_id_run_once_and_the_next_request_has_distinct_ids() -> None:
-    with ReplayServer(
+    with ReplayTransport(
         [anthropic_two_calls_one_id(), anthropic_text("done"), anthropic_text("again")]
     ) as server:
-        agent = await create_agent(
-            Model("anthropic", "m", base_url=server.url, api_key="k"), tools=[weather]
-        )
+        model = Model("anthropic", "m", base_url=server.url, api_key="k", client=server.client())
+        agent = await create_agent(model, tools=[weather])
         async with AgentClient(agent, session_id="s") as client:
             assert (await client.run("go")).text == "done"
             assert (await client.run("and now?")).text == "again"  # the stored turn replays

@@ -40,6 +40,8 @@ from zett_agent.tools import (
     is_idempotent,
 )
 
+pytestmark = pytest.mark.looptime  # virtual time: tool timeouts and waits cost no wall time
+
 RAN: list[str] = []
 
 

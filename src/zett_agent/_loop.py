@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
@@ -45,6 +44,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 import anyio
 
 from zett_agent._await import maybe_await as _maybe_await
+from zett_agent._clock import loop_time
 from zett_agent._conversation import Conversation
 from zett_agent._events import _TOOL_EVENTS, AgentEvent, AgentEventType, DeltaEvents
 from zett_agent._exchange import ModelRequest, ModelResponse, TextDelta
@@ -117,7 +117,7 @@ class _Call:
 
     request: ModelRequest
     model: ModelClient
-    started: float = field(default_factory=time.perf_counter)
+    started: float = field(default_factory=loop_time)  # the event loop's clock
     at: datetime.datetime = field(default_factory=lambda: datetime.datetime.now(datetime.UTC))
     span: Any = None
     response: ModelResponse | None = None
@@ -417,7 +417,7 @@ class _Run:
             provider=call.model.provider,
             model=call.model.name,
             response=response,
-            elapsed_ms=(time.perf_counter() - call.started) * 1000,
+            elapsed_ms=(loop_time() - call.started) * 1000,
         )
 
     async def _run_tools(self, answer: AssistantMessage) -> AsyncIterator[AgentEvent]:

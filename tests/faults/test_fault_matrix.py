@@ -12,14 +12,19 @@ SQLite) against one fault and checks that
 * what the session store holds is exactly the conversation, readable again;
 * nothing hangs: every test is inside ``anyio.fail_after``.
 
+The tests that wait (stalls, retry waits) run on virtual time (``looptime``,
+tests/conftest.py) against :class:`ReplayTransport` (the same replies in the
+process, paced by the loop's clock) and an in-memory store, so the waits cost no
+wall time and are checked exactly; every other test keeps the real socket.
+
 The 50 MB body case is ``@pytest.mark.slow`` (``pytest -m slow tests/faults``).
 ``conftest.py`` prints the pass counts as a faults x protocols table.
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
-import time
 import tracemalloc
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -44,7 +49,8 @@ from zett_agent import (
     create_agent,
 )
 from zett_agent.errors import CallTimeoutError
-from zett_agent.testing import RecordedRequest, ReplayServer, Reply
+from zett_agent.sessions import InMemorySessionStore, SessionStore
+from zett_agent.testing import RecordedRequest, ReplayServer, ReplayTransport, Reply
 
 from .wire import TOOL, WIRES, Call, Wire
 
@@ -72,30 +78,39 @@ def wire(request: pytest.FixtureRequest) -> Wire:
     return WIRES[request.param]
 
 
-class Timed(ReplayServer):
-    """A ReplayServer that notes when each request arrived (time.monotonic)."""
+EXACT = 0.005  # on virtual time a wait lasts what it should, to the tick
+
+
+class Timed(ReplayTransport):
+    """A ReplayTransport that notes when each request arrived (the loop's clock)."""
 
     def __init__(self, replies: Sequence[Reply]) -> None:
         super().__init__(replies)
         self.arrived: list[float] = []
 
     def _next(self, request: RecordedRequest) -> Reply | None:
-        self.arrived.append(time.monotonic())
+        self.arrived.append(asyncio.get_running_loop().time())
         return super()._next(request)
 
 
-def model(server: ReplayServer, wire: Wire, **options: Any) -> Model:
+def model(server: ReplayServer | ReplayTransport, wire: Wire, **options: Any) -> Model:
     options.setdefault("max_retries", 2)
+    if isinstance(server, ReplayTransport):
+        options["client"] = server.client()
     return Model(wire.vendor, "m", base_url=server.url, api_key="test-key", **options)
 
 
 async def run_client(
-    server: ReplayServer, wire: Wire, tmp_path: Path, **options: Any
+    server: ReplayServer | ReplayTransport, wire: Wire, tmp_path: Path, **options: Any
 ) -> tuple[AssistantMessage | BaseException, list[Message]]:
-    """One run through an AgentClient storing to SQLite: (final message or the
-    error raised, the messages the store holds afterwards, loaded again)."""
+    """One run through an AgentClient storing to SQLite (in memory with a
+    ReplayTransport: SQLite works in threads, which virtual time does not wait
+    for): (final message or the error raised, the messages the store holds
+    afterwards, loaded again)."""
     agent = await create_agent(model(server, wire, **options), tools=[write_note])
-    store = tmp_path / "sessions.sqlite3"
+    store: SessionStore | Path = tmp_path / "sessions.sqlite3"
+    if isinstance(server, ReplayTransport):
+        store = InMemorySessionStore()
     outcome: AssistantMessage | BaseException
     with anyio.fail_after(LIMIT):
         async with AgentClient(agent, store, session_id="s") as client:
@@ -177,30 +192,33 @@ async def test_drop_before_output_is_a_transport_error_after_retries(
 # ---------------------------------------------------------------- stalls
 
 
+@pytest.mark.looptime
 async def test_stall_mid_text_hits_the_idle_timeout(wire: Wire, tmp_path: Path) -> None:
     reply = wire.reply(wire.answer(TEXTS), stall_after=text_after(wire, 3), stall_seconds=3.0)
-    start = time.monotonic()
-    with ReplayServer([reply, unused()]) as server:
+    start = asyncio.get_running_loop().time()
+    with ReplayTransport([reply, unused()]) as server:
         outcome, stored = await run_client(server, wire, tmp_path, idle_timeout=0.5)
-        elapsed = time.monotonic() - start
+        elapsed = asyncio.get_running_loop().time() - start
     message = assert_interrupted(outcome, stored, "".join(TEXTS[:3]))
     assert message.stop is not None and "idle" in message.stop.detail["transport_error"]
-    assert elapsed < 2.5, elapsed  # ended by the 0.5 s idle timeout, not by the server
+    # ended by the 0.5 s idle timeout after the last text, not by the server (3 s)
+    assert abs(elapsed - 0.5) < EXACT, elapsed
     assert len(server.requests) == 1
 
 
+@pytest.mark.looptime
 async def test_stall_before_output_is_a_transport_error(wire: Wire, tmp_path: Path) -> None:
     reply = wire.reply(wire.answer(TEXTS), stall_after=len(wire.head()), stall_seconds=3.0)
-    start = time.monotonic()
-    with ReplayServer([reply]) as server:
+    start = asyncio.get_running_loop().time()
+    with ReplayTransport([reply]) as server:
         outcome, stored = await run_client(
             server, wire, tmp_path, idle_timeout=0.2, first_output_timeout=0.5, max_retries=0
         )
-        elapsed = time.monotonic() - start
+        elapsed = asyncio.get_running_loop().time() - start
     # before output the first-output limit applies, not the (shorter) idle one
     assert isinstance(outcome, CallTimeoutError) and outcome.limit == "first_output_timeout"
     assert outcome.retryable and "first-output" in str(outcome)
-    assert 0.5 <= elapsed < 2.5, elapsed
+    assert abs(elapsed - 0.5) < EXACT, elapsed
     assert_nothing_stored_but_the_prompt(stored)
 
 
@@ -254,6 +272,7 @@ def error_reply(wire: Wire, status: int, **headers: str) -> Reply:
     )
 
 
+@pytest.mark.looptime
 async def test_429_retry_after_is_honoured(wire: Wire, tmp_path: Path) -> None:
     replies = [error_reply(wire, 429, **{"retry-after": "0.6"}), wire.reply(wire.answer(TEXTS))]
     with Timed(replies) as server:
@@ -262,10 +281,11 @@ async def test_429_retry_after_is_honoured(wire: Wire, tmp_path: Path) -> None:
     assert outcome.text == "".join(TEXTS)
     assert len(server.arrived) == 2
     waited = server.arrived[1] - server.arrived[0]
-    assert 0.6 <= waited < 1.5, waited
+    assert abs(waited - 0.6) < EXACT, waited
     assert [type(m) for m in stored] == [UserMessage, AssistantMessage]
 
 
+@pytest.mark.looptime
 @pytest.mark.parametrize("status", [500, 503, 529])
 async def test_5xx_before_output_is_retried(wire: Wire, status: int, tmp_path: Path) -> None:
     replies = [
@@ -279,7 +299,7 @@ async def test_5xx_before_output_is_retried(wire: Wire, status: int, tmp_path: P
     assert RAN == ["abcdefghi"]  # the tool ran once, with its whole arguments
     assert len(server.requests) == 3
     waited = server.arrived[1] - server.arrived[0]
-    assert 0.2 <= waited < 1.5, waited  # backoff 0.5 s x (0.5..1) on the first retry
+    assert 0.25 - EXACT <= waited <= 0.5 + EXACT, waited  # backoff 0.5 s x (0.5..1), 1st retry
     kinds = [type(m) for m in stored]
     assert kinds == [UserMessage, AssistantMessage, ToolResultMessage, AssistantMessage]
 

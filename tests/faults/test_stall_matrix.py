@@ -1,4 +1,4 @@
-"""Stalls, keep-alives, trickles and deadlines: every wire protocol, over a real socket.
+"""Stalls, keep-alives, trickles and deadlines: every wire protocol, on virtual time.
 
 A stalled stream always ends at the time the host set (issue 11, part 2):
 
@@ -13,14 +13,18 @@ A stalled stream always ends at the time the host set (issue 11, part 2):
   before;
 * waiting for a pooled connection is :class:`PoolTimeoutError`, not "idle".
 
-Times are measured from the client's side (the last TEXT_DELTA event), with wide
-margins (a loaded machine): what is checked is *which* clock ended the call, not
-speed; the clock that must not end it would end it several seconds later.
+The tests run on an event loop with virtual time (``looptime``, tests/conftest.py)
+and the replies come from :class:`ReplayTransport`, in the process, paced by that
+loop's clock: a 10 s stall costs no wall time, and the times are exact. They are
+measured from the client's side (the last TEXT_DELTA event) on the loop's clock,
+so each test checks *which* clock ended the call and *when*, to the millisecond.
+The pool's tests need the model's own pool (a real socket): they are in
+``test_pool_matrix.py``, on the real clock.
 """
 
 from __future__ import annotations
 
-import time
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +42,23 @@ from zett_agent import (
     UserMessage,
     create_agent,
 )
-from zett_agent.errors import CallTimeoutError, PoolTimeoutError, TransportError
-from zett_agent.testing import ReplayServer, Reply
+from zett_agent.errors import CallTimeoutError, TransportError
+from zett_agent.sessions import InMemorySessionStore
+from zett_agent.testing import ReplayTransport, Reply
 
 from .test_fault_matrix import TEXTS, unused, write_note
 from .wire import WIRES, Wire, sse
 
+pytestmark = pytest.mark.looptime
+
 LIMIT = 15.0
 KINDS = ["comment", "empty"]
+EXACT = 0.005  # virtual time: a limit ends the call at its time, to the tick
+
+
+def now() -> float:
+    """The event loop's clock (virtual here)."""
+    return asyncio.get_running_loop().time()
 
 
 @pytest.fixture(params=list(WIRES))
@@ -55,7 +68,7 @@ def wire(request: pytest.FixtureRequest) -> Wire:
 
 class Outcome:
     """What one run gave: the final message or the error, when the last text delta
-    arrived and when the run ended (time.monotonic), and what the store holds."""
+    arrived and when the run ended (the loop's clock), and what the store holds."""
 
     def __init__(self) -> None:
         self.result: AssistantMessage | BaseException | None = None
@@ -84,25 +97,31 @@ class Outcome:
         return message
 
 
-async def run(server: ReplayServer, wire: Wire, tmp_path: Path, **options: Any) -> Outcome:
+async def run(server: ReplayTransport, wire: Wire, tmp_path: Path, **options: Any) -> Outcome:
+    """One run through an AgentClient; the store is in memory (a SQLite store works
+    in threads, which virtual time would not wait for)."""
     options.setdefault("max_retries", 0)
-    model = Model(wire.vendor, "m", base_url=server.url, api_key="test-key", **options)
+    client_ = server.client()
+    model = Model(
+        wire.vendor, "m", base_url=server.url, api_key="test-key", client=client_, **options
+    )
     agent = await create_agent(model, tools=[write_note])
-    store = tmp_path / "sessions.sqlite3"
+    store = InMemorySessionStore()
     out = Outcome()
     with anyio.fail_after(LIMIT):
         async with AgentClient(agent, store, session_id="s") as client:
-            out.started = time.monotonic()
+            out.started = now()
             try:
                 async for event in client.stream("Write a note.", session_id="s"):
                     if event.type is AgentEventType.TEXT_DELTA:
-                        out.last_text = time.monotonic()
+                        out.last_text = now()
                     elif event.type is AgentEventType.RUN_COMPLETED:
                         out.result = event.message
             except TransportError as error:
                 out.result = error
-            out.ended = time.monotonic()
+            out.ended = now()
         await agent.aclose()
+        await client_.aclose()
         async with AgentClient(agent, store) as again:
             out.stored = await again.messages("s")
     return out
@@ -121,11 +140,11 @@ async def test_keepalive_stall_after_text_ends_at_the_idle_timeout(
 ) -> None:
     chunks = [*wire.head(), *wire.text(TEXTS[0]), *wire.text(TEXTS[1])]
     chunks += [wire.keepalive(kind)] * 100  # 10 s of keep-alives, 0.1 s apart
-    with ReplayServer([paced(wire, chunks, 0.1), unused()]) as server:
+    with ReplayTransport([paced(wire, chunks, 0.1), unused()]) as server:
         out = await run(server, wire, tmp_path, idle_timeout=0.6)
     message = out.interrupted("idle_timeout")
     assert message.text == TEXTS[0] + TEXTS[1]
-    assert 0.5 <= out.after_text < 3.0, out.after_text  # not when the keep-alives stop
+    assert abs(out.after_text - 0.6) < EXACT, out.after_text  # not when the keep-alives stop
     assert len(server.requests) == 1
 
 
@@ -133,21 +152,21 @@ async def test_trickle_after_text_ends_at_the_idle_timeout(wire: Wire, tmp_path:
     event = wire.text(TEXTS[2])[0]  # its bytes arrive one by one, 0.1 s apart
     chunks = [*wire.head(), *wire.text(TEXTS[0]), *wire.text(TEXTS[1])]
     chunks += [event[i : i + 1] for i in range(len(event))]
-    with ReplayServer([paced(wire, chunks, 0.1), unused()]) as server:
+    with ReplayTransport([paced(wire, chunks, 0.1), unused()]) as server:
         out = await run(server, wire, tmp_path, idle_timeout=0.6)
     message = out.interrupted("idle_timeout")
     assert message.text == TEXTS[0] + TEXTS[1]
-    assert 0.5 <= out.after_text < 3.0, out.after_text
+    assert abs(out.after_text - 0.6) < EXACT, out.after_text  # the trickle is no progress
     assert len(server.requests) == 1
 
 
 async def test_attempt_deadline_mid_stream_keeps_the_text(wire: Wire, tmp_path: Path) -> None:
     chunks = [*wire.head(), *(c for i in range(100) for c in wire.text(f"{i} "))]
-    with ReplayServer([paced(wire, chunks, 0.1), unused()]) as server:
+    with ReplayTransport([paced(wire, chunks, 0.1), unused()]) as server:
         out = await run(server, wire, tmp_path, idle_timeout=5, attempt_timeout=1.2)
     message = out.interrupted("attempt_timeout")  # content kept flowing: not idle
     assert message.text.startswith("0 1 2 ") and len(message.text) < 200
-    assert 1.1 <= out.elapsed < 3.5, out.elapsed
+    assert abs(out.elapsed - 1.2) < EXACT, out.elapsed
     assert len(server.requests) == 1
 
 
@@ -159,11 +178,12 @@ async def test_keepalives_before_output_outlast_the_idle_timeout(
     wire: Wire, kind: str, tmp_path: Path
 ) -> None:
     chunks = [*wire.head(), *[wire.keepalive(kind)] * 12, *wire.answer(TEXTS)[len(wire.head()) :]]
-    with ReplayServer([paced(wire, chunks, 0.1)]) as server:
+    with ReplayTransport([paced(wire, chunks, 0.1)]) as server:
         out = await run(server, wire, tmp_path, idle_timeout=0.4, first_output_timeout=8)
     assert isinstance(out.result, AssistantMessage) and out.result.stop is None, out.result
     assert out.result.text == "".join(TEXTS)
-    assert out.elapsed > 1.2  # the keep-alives alone lasted three idle timeouts
+    assert out.elapsed > 3 * 0.4  # the keep-alives alone lasted three idle timeouts
+    assert abs(out.elapsed - 0.1 * (len(chunks) - 1)) < EXACT, out.elapsed  # all of them
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -171,23 +191,23 @@ async def test_keepalives_before_output_end_at_the_first_output_limit(
     wire: Wire, kind: str, tmp_path: Path
 ) -> None:
     chunks = [*wire.head(), *[wire.keepalive(kind)] * 100, *wire.answer(TEXTS)]
-    with ReplayServer([paced(wire, chunks, 0.1)]) as server:
+    with ReplayTransport([paced(wire, chunks, 0.1)]) as server:
         out = await run(server, wire, tmp_path, idle_timeout=0.3, first_output_timeout=1.0)
     error = out.result
     assert isinstance(error, CallTimeoutError) and error.limit == "first_output_timeout"
     assert error.retryable  # nothing came: sending again is safe
-    assert 0.9 <= out.elapsed < 3.5, out.elapsed
+    assert abs(out.elapsed - 1.0) < EXACT, out.elapsed
     assert [type(m) for m in out.stored] == [UserMessage]
 
 
 async def test_attempt_deadline_before_any_byte_is_not_retried(wire: Wire, tmp_path: Path) -> None:
     reply = wire.reply(wire.answer(TEXTS), stall_after=0, stall_seconds=4.0)
-    with ReplayServer([reply, unused()]) as server:
+    with ReplayTransport([reply, unused()]) as server:
         out = await run(server, wire, tmp_path, attempt_timeout=0.8, max_retries=2)
     error = out.result
     assert isinstance(error, CallTimeoutError) and error.limit == "attempt_timeout"
     assert not error.retryable
-    assert 0.7 <= out.elapsed < 3.0, out.elapsed
+    assert abs(out.elapsed - 0.8) < EXACT, out.elapsed
     assert len(server.requests) == 1
 
 
@@ -196,50 +216,13 @@ async def test_attempt_deadline_bounds_a_trickled_whole_body(wire: Wire, tmp_pat
     trickles 2 bytes a second returned after 78 s; the deadline ends it."""
     body = b'{"id": "x", "choices": [], "candidates": [], "content": []}' * 4
     reply = Reply([body[i : i + 1] for i in range(len(body))], delay=0.5)
-    with ReplayServer([reply, unused()]) as server:
+    with ReplayTransport([reply, unused()]) as server:
         out = await run(
             server, wire, tmp_path, stream=False, response_timeout=3, attempt_timeout=1.5
         )
     error = out.result
     assert isinstance(error, CallTimeoutError) and error.limit == "attempt_timeout"
-    assert 1.4 <= out.elapsed < 4.0, out.elapsed
-    assert len(server.requests) == 1
-
-
-# ---------------------------------------------------------------- the pool
-
-
-async def test_pool_exhaustion_is_its_own_error(wire: Wire) -> None:
-    slow = wire.reply(wire.answer(TEXTS), stall_after=len(wire.head()) + 1, stall_seconds=2.0)
-    with ReplayServer([slow, wire.reply(wire.answer(TEXTS))]) as server:
-        model = Model(
-            wire.vendor,
-            "m",
-            base_url=server.url,
-            api_key="test-key",
-            max_connections=1,
-            pool_timeout=0.3,
-            idle_timeout=5,
-            max_retries=0,
-        )
-        request = ModelRequest("m", [UserMessage("hi")])
-        errors: list[BaseException] = []
-
-        async def second() -> None:
-            await anyio.sleep(0.2)  # the first call holds the only connection
-            try:
-                await model.complete(request)
-            except TransportError as error:
-                errors.append(error)
-
-        with anyio.fail_after(LIMIT):
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(second)
-                first = await model.complete(request)
-        await model.aclose()
-    assert first.text == "".join(TEXTS)  # the call that held the connection is unharmed
-    assert len(errors) == 1 and isinstance(errors[0], PoolTimeoutError), errors
-    assert errors[0].limit == "pool_timeout" and "idle" not in str(errors[0])
+    assert abs(out.elapsed - 1.5) < EXACT, out.elapsed
     assert len(server.requests) == 1
 
 
@@ -256,11 +239,11 @@ async def test_case_anthropic_text_then_pings_every_half_second(tmp_path: Path) 
     head = Reply.file(CASES / "anthropic_text_then.sse").chunks
     ping = (CASES / "anthropic_ping.sse").read_bytes()
     reply = Reply([*head, *[ping] * 60], content_type="text/event-stream", delay=0.5)
-    with ReplayServer([reply, unused()]) as server:
+    with ReplayTransport([reply, unused()]) as server:
         out = await run(server, WIRES["anthropic"], tmp_path, idle_timeout=1, max_retries=2)
     message = out.interrupted("idle_timeout")
     assert message.text == "The three root causes were"
-    assert 0.9 <= out.after_text < 3.5, out.after_text
+    assert abs(out.after_text - 1.0) < EXACT, out.after_text  # not when the pings stop
     assert len(server.requests) == 1
 
 
@@ -296,7 +279,7 @@ async def test_encrypted_reasoning_is_progress(piece: Any, tmp_path: Path) -> No
     opaque = [piece(n) for n in range(10)]
     tail = [*wire.text("Done."), *wire.close_text(), *wire.tail("", None)]
     reply = wire.reply([*_anthropic_thinking(opaque), *tail], delay=0.2)
-    with ReplayServer([reply]) as server:
+    with ReplayTransport([reply]) as server:
         out = await run(server, wire, tmp_path, idle_timeout=0.6)
     assert isinstance(out.result, AssistantMessage) and out.result.stop is None, out.result
     assert out.result.text == "Let me think. Done."
@@ -317,7 +300,7 @@ async def test_responses_encrypted_reasoning_items_are_progress(tmp_path: Path) 
     ]
     chunks = [*wire.head(), *wire.text("Hm. "), *items, *wire.text("Done.")]
     chunks += [*wire.close_text(), *wire.tail("Hm. Done.", None)]
-    with ReplayServer([wire.reply(chunks, delay=0.2)]) as server:
+    with ReplayTransport([wire.reply(chunks, delay=0.2)]) as server:
         out = await run(server, wire, tmp_path, idle_timeout=0.6)
     assert isinstance(out.result, AssistantMessage) and out.result.stop is None, out.result
     assert out.result.text == "Hm. Done."
@@ -338,53 +321,20 @@ def no_timer(monkeypatch: pytest.MonkeyPatch) -> None:
 async def test_without_the_timer_keepalives_still_end_at_the_idle_timeout(tmp_path: Path) -> None:
     wire = WIRES["anthropic"]
     chunks = [*wire.head(), *wire.text(TEXTS[0]), *[wire.keepalive("empty")] * 100]
-    with ReplayServer([paced(wire, chunks, 0.1), unused()]) as server:
+    with ReplayTransport([paced(wire, chunks, 0.1), unused()]) as server:
         out = await run(server, wire, tmp_path, idle_timeout=0.6)
     assert out.interrupted("idle_timeout").text == TEXTS[0]
-    assert 0.5 <= out.after_text < 3.0, out.after_text
+    assert abs(out.after_text - 0.6) < EXACT, out.after_text
 
 
 @pytest.mark.usefixtures("no_timer")
 async def test_without_the_timer_the_deadline_ends_a_silent_call(tmp_path: Path) -> None:
     wire = WIRES["openai-chat"]
     reply = wire.reply(wire.answer(TEXTS), stall_after=0, stall_seconds=4.0)
-    with ReplayServer([reply, unused()]) as server:
+    with ReplayTransport([reply, unused()]) as server:
         out = await run(server, wire, tmp_path, attempt_timeout=0.8, max_retries=2)
     assert isinstance(out.result, CallTimeoutError) and out.result.limit == "attempt_timeout"
-    assert 0.7 <= out.elapsed < 3.0, out.elapsed
-
-
-async def test_waiting_for_the_pool_is_not_charged_to_the_call(wire: Wire) -> None:
-    """The second call waits ~1.2 s for the only connection; its own clocks (first
-    output 0.8 s, deadline 1.0 s) start when it is sent, so it still succeeds."""
-    slow = wire.reply(wire.answer(TEXTS), stall_after=len(wire.head()) + 1, stall_seconds=1.2)
-    with ReplayServer([slow, wire.reply(wire.answer(TEXTS))]) as server:
-        model = Model(
-            wire.vendor,
-            "m",
-            base_url=server.url,
-            api_key="test-key",
-            max_connections=1,
-            pool_timeout=10,
-            idle_timeout=5,
-            first_output_timeout=0.8,
-            attempt_timeout=5,
-            max_retries=0,
-        )
-        request = ModelRequest("m", [UserMessage("hi")])
-        second: list[Any] = []
-
-        async def later() -> None:
-            await anyio.sleep(0.2)
-            second.append(await model.complete(request))
-
-        with anyio.fail_after(LIMIT):
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(later)
-                await model.complete(request)
-        await model.aclose()
-    assert second[0].text == "".join(TEXTS) and second[0].stop is None
-    assert len(server.requests) == 2
+    assert abs(out.elapsed - 0.8) < EXACT, out.elapsed
 
 
 async def test_a_host_cancellation_is_never_taken_for_a_limit() -> None:
@@ -392,15 +342,19 @@ async def test_a_host_cancellation_is_never_taken_for_a_limit() -> None:
     (the watchdog only converts the cancellations it made itself)."""
     wire = WIRES["anthropic"]
     reply = wire.reply(wire.answer(TEXTS), stall_after=len(wire.head()) + 1, stall_seconds=3.0)
-    with ReplayServer([reply]) as server:
-        model = Model(wire.vendor, "m", base_url=server.url, api_key="k", idle_timeout=0.5)
-        start = time.monotonic()
+    with ReplayTransport([reply]) as server:
+        client = server.client()
+        model = Model(
+            wire.vendor, "m", base_url=server.url, api_key="k", idle_timeout=0.5, client=client
+        )
+        start = now()
         with anyio.move_on_after(0.45) as scope:  # just before the idle limit
             await model.complete(ModelRequest("m", [UserMessage("hi")]))
-        elapsed = time.monotonic() - start
+        elapsed = now() - start
         # the same stall, no host deadline: the idle limit ends it as a stop
         server.add(reply)
         response = await model.complete(ModelRequest("m", [UserMessage("hi")]))
         await model.aclose()
-    assert scope.cancelled_caught and elapsed < 1.5
+        await client.aclose()
+    assert scope.cancelled_caught and abs(elapsed - 0.45) < EXACT, elapsed
     assert response.stop_info.detail["limit"] == "idle_timeout"

@@ -36,7 +36,6 @@ from __future__ import annotations
 import logging
 import math
 import sys
-import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, contextmanager
@@ -496,7 +495,7 @@ class Connection:
         async with self._lock:
             if self._session.client is not None:
                 return self._session
-            now = time.monotonic()
+            now = anyio.current_time()  # the event loop's clock
             if now < self._next_attempt:
                 wait = self._next_attempt - now
                 raise RequestFailedError(
@@ -507,7 +506,7 @@ class Connection:
             error = await self._connect()
             if error is not None:
                 self._backoff = min(_MAX_BACKOFF, max(_FIRST_BACKOFF, self._backoff * 2))
-                self._next_attempt = time.monotonic() + self._backoff
+                self._next_attempt = anyio.current_time() + self._backoff
                 self.failure = before
                 raise RequestFailedError(
                     self.redact(

@@ -42,11 +42,11 @@ it a foreign record.
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncGenerator, Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
+from zett_agent._clock import loop_time
 from zett_agent._exchange import ModelRequest, ModelResponse, StreamEvent
 from zett_agent._messages import ModelAttempt
 from zett_agent.errors import (
@@ -70,6 +70,8 @@ class CircuitBreaker:
     A model (its ``"provider:model"`` key) that failed ``failures`` times in a row
     is skipped for ``cooldown`` seconds; after that one call is let through. Thread
     safety is not needed: one event loop's tasks update it between awaits.
+    ``clock`` measures the cooldown: the running event loop's clock by default
+    (``time.monotonic()`` outside one), so a test loop with virtual time runs it.
     """
 
     def __init__(
@@ -77,7 +79,7 @@ class CircuitBreaker:
         failures: int = 3,
         cooldown: float = 30.0,
         *,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = loop_time,
     ) -> None:
         if failures < 1:
             raise ValueError("failures must be at least 1")

@@ -81,7 +81,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import weakref
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import replace
@@ -412,7 +411,7 @@ class LocalLlamaModel(Model):
     async def _wait_until_up(self) -> None:
         """Wait for the start-up line naming the port, then for ``GET /models``."""
         assert self._process is not None
-        deadline = time.monotonic() + self.startup_timeout
+        deadline = anyio.current_time() + self.startup_timeout
         port: int | None = None
         async with httpx.AsyncClient(timeout=httpx.Timeout(2.0)) as client:
             while True:
@@ -433,7 +432,7 @@ class LocalLlamaModel(Model):
                             return
                     except httpx.HTTPError:
                         pass
-                if time.monotonic() > deadline:
+                if anyio.current_time() > deadline:
                     where = self.base_url if port is not None else "(no port reported yet)"
                     raise TransportError(
                         f"the local llama.cpp server did not answer within "

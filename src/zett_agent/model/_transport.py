@@ -23,7 +23,6 @@ clocks start when the request is being sent (httpx's ``trace`` extension).
 
 from __future__ import annotations
 
-import time
 import zlib
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
@@ -299,7 +298,7 @@ async def _stream(
                     raise cut
                 if batch:
                     yield batch  # one item per network chunk through the layers above
-                    watch.last = time.monotonic()
+                    watch.last = watch.now()
                     skipped = next_yield = 0
                 else:
                     skipped += len(data)
@@ -333,7 +332,7 @@ async def _stream(
                     raise cut
                 if batch:
                     yield batch
-                    watch.last = time.monotonic()
+                    watch.last = watch.now()
                     skipped = next_yield = 0
                 else:
                     skipped += len(data)

@@ -7,13 +7,18 @@ and re-arms itself when it wakes early; when a limit has passed while the task
 waits for bytes it cancels the task, and :func:`next_chunk` / :func:`wait_for` turn
 that cancellation (and only that one) into :class:`ExpiredError`. Under another
 anyio backend each wait gets a cancel scope with the time left instead.
+
+Every clock here is the event loop's (``loop.time()``; ``anyio.current_time()``
+under another backend), never ``time.monotonic()``: on a real loop the two are the
+same clock, and a test loop with virtual time (``looptime``) runs the limits
+without waiting for them. The transport stamps :attr:`Watchdog.last` with
+:meth:`Watchdog.now`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator, Awaitable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -52,6 +57,7 @@ class Watchdog:
         "expired",
         "first_at",
         "last",
+        "now",
         "pooling",
         "reading",
         "streamed",
@@ -70,12 +76,14 @@ class Watchdog:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[Any] | None = None
         self._loop = asyncio_loop()
+        self.now: Callable[[], float] = anyio.current_time  # the event loop's clock
         if self._loop is not None:
             self._task = asyncio.current_task()
+            self.now = self._loop.time
         self._start()
 
     def _start(self) -> None:
-        now = time.monotonic()
+        now = self.now()
         t = self.timeouts
         self.deadline_at = now + t.attempt
         if not self.streamed:
@@ -91,8 +99,7 @@ class Watchdog:
             return
         if self._handle is not None:
             self._handle.cancel()
-        # loop.time() is time.monotonic() for the default loops; arm relative anyway
-        self._handle = self._loop.call_later(max(0.0, when - time.monotonic()), self._fire)
+        self._handle = self._loop.call_at(when, self._fire)
 
     def close(self) -> None:
         if self._handle is not None:
@@ -110,7 +117,7 @@ class Watchdog:
         opaque = self.decoder.opaque_progress
         if opaque != self._opaque:  # encrypted reasoning or a signature arrived
             self._opaque = opaque
-            self.last = max(self.last, time.monotonic())
+            self.last = max(self.last, self.now())
         if self.decoder.builder.has_output:
             when, limit = self.last + self.timeouts.idle, "idle_timeout"
         else:
@@ -121,7 +128,7 @@ class Watchdog:
 
     def _fire(self) -> None:
         self._handle = None
-        now = time.monotonic()
+        now = self.now()
         when, limit = self.due()
         if self.pooling:
             self._arm(now + self.timeouts.idle)  # the trace hook restarts the clocks
@@ -159,7 +166,7 @@ class Watchdog:
     async def wait(self, chunks: AsyncIterator[bytes]) -> bytes:
         """The next chunk under a cancel scope (backends without the timer)."""
         when, limit = self.due()
-        with anyio.move_on_after(max(0.0, when - time.monotonic())) as scope:
+        with anyio.move_on_after(max(0.0, when - self.now())) as scope:
             return await chunks.__anext__()
         if scope.cancelled_caught:
             raise self.expiry(limit)
@@ -197,7 +204,7 @@ async def wait_for(watch: Watchdog, opening: Awaitable[httpx.Response]) -> httpx
     """Await ``opening`` (sending, then the response's headers) under the watchdog."""
     if watch._loop is None:
         when, limit = watch.due()
-        with anyio.move_on_after(max(0.0, when - time.monotonic())):
+        with anyio.move_on_after(max(0.0, when - watch.now())):
             return await opening
         raise watch.expiry(limit)
     watch._task = asyncio.current_task()

@@ -78,7 +78,7 @@ async def test_goal_attempts_exhausted_completes_and_host_can_tell(
     goal = Goal("Cite a source", lambda message, messages: False, max_attempts=2)
     model = ScriptedModel(reply("One."), reply("Two."))
     agent = await create_agent(model, extensions=[goal])
-    with caplog.at_level(logging.WARNING, logger="zett_agent._goals"), anyio.fail_after(5):
+    with caplog.at_level(logging.WARNING, logger="zett_agent.goals"), anyio.fail_after(5):
         message = await agent.run("go")
     assert message.text == "Two."
     assert message.stop is None

@@ -372,7 +372,7 @@ async def test_step_record_is_not_built_when_info_is_off(caplog: pytest.LogCaptu
 async def test_each_recovery_is_one_log_record(caplog: pytest.LogCaptureFixture) -> None:
     model = ScriptedModel(reply("", stop=StopReason.CONTEXT_FULL), reply("ok"))
     agent = await create_agent(model, extensions=[ContextCompaction()])
-    with caplog.at_level(logging.INFO, logger="zett_agent._recovery"):
+    with caplog.at_level(logging.INFO, logger="zett_agent.recovery"):
         await agent.run("go", history=long_history(3))
     (record,) = [r.zett_recovery for r in caplog.records if hasattr(r, "zett_recovery")]  # type: ignore[attr-defined]
     assert record["by"] == "ContextCompaction" and record["action"] == "retry"

@@ -50,7 +50,7 @@ from zett_agent.tools import Tool
 
 __all__ = ["BackgroundTask", "BackgroundTasks", "CompletionNotice", "TaskStatus"]
 
-log = logging.getLogger("zett_agent._subagents")
+log = logging.getLogger("zett_agent.subagents")
 
 
 class TaskStatus(StrEnum):

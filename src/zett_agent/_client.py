@@ -75,7 +75,7 @@ from zett_agent.tools._approvals import (
     pending_request,
 )
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("zett_agent.client")  # a stable name, not the module path
 
 __all__ = ["AgentClient", "new_session_id"]
 

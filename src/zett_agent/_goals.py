@@ -53,7 +53,7 @@ from zett_agent.stop import StopInfo
 
 __all__ = ["Goal", "GoalCheck", "GoalVerdict"]
 
-log = logging.getLogger("zett_agent._goals")
+log = logging.getLogger("zett_agent.goals")
 
 CheckResult: TypeAlias = bool | tuple[bool, str]
 GoalCheck: TypeAlias = Callable[

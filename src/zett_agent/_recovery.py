@@ -75,7 +75,7 @@ __all__ = [
     "join_pieces",
 ]
 
-recovery_log = logging.getLogger("zett_agent._recovery")
+recovery_log = logging.getLogger("zett_agent.recovery")
 
 Action = Literal["retry", "continue", "end"]
 

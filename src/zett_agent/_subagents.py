@@ -53,7 +53,7 @@ from zett_agent.tools import Tool
 
 __all__ = ["SubAgent", "SubAgentResult"]
 
-log = logging.getLogger("zett_agent._subagents")
+log = logging.getLogger("zett_agent.subagents")
 
 ERROR_RAW = "error"
 CANCELLED_RAW = "cancelled"

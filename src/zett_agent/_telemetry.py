@@ -119,7 +119,7 @@ def _otel() -> Any:
 
 
 step_log = logging.getLogger("zett_agent.steps")
-recovery_log = logging.getLogger("zett_agent._recovery")
+recovery_log = logging.getLogger("zett_agent.recovery")
 
 STEP_RECORD_KEYS: tuple[str, ...] = (
     "run_id",

@@ -1,7 +1,9 @@
-"""Tool calls that wait for a person's approval: :mod:`zett_agent.tools._approvals`.
+"""Tool calls that wait for a person's approval: the public path of the approval API.
 
-This module keeps the import path of earlier releases (``from zett_agent.approvals
-import approve, deny, requires_approval``); the code lives in the tool package.
+``from zett_agent.approvals import approve, deny, requires_approval``: policies,
+requests, decisions, the conflict a losing decider gets, and the hand-off of a
+durable run's decided calls. A re-export with no code of its own: the code lives in
+the tool package (``tools/_approvals.py``), beside the gate that applies it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from zett_agent.tools._approvals import (
     DENIED,
     ApprovalConflictError,
     ApprovalDecision,
+    ApprovalHandoff,
     ApprovalPolicy,
     ApprovalRequest,
     Decision,
@@ -31,6 +34,7 @@ __all__ = [
     "DENIED",
     "ApprovalConflictError",
     "ApprovalDecision",
+    "ApprovalHandoff",
     "ApprovalPolicy",
     "ApprovalRequest",
     "Decision",

@@ -21,7 +21,7 @@ This package imports the core and is never imported by it.
 
 from zett_agent.durable._agent import DurableAgent, new_run_id
 from zett_agent.durable._approvals import DECIDED_WORKFLOW_NAME, decided_run_id
-from zett_agent.durable._runs import DurableRuns
+from zett_agent.durable._runs import DurableRuns, RunInfo
 from zett_agent.durable._runtime import (
     APP_NAME,
     QUEUE_NAME,
@@ -42,6 +42,7 @@ __all__ = [
     "DurableAgent",
     "DurableConfig",
     "DurableRuns",
+    "RunInfo",
     "decided_run_id",
     "idempotent",
     "launch",

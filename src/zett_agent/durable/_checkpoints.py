@@ -2,9 +2,10 @@
 
 A checkpoint is written by DBOS as the output of a step and read back, instead of
 running the step again, when the run is replayed after a crash. Every checkpoint
-here is the JSON of the session codec (:func:`~zett_agent._messages.message_to_dict`),
-so it holds exactly what a stored session holds and never a key, a header or a
-client. The live run uses the decoded checkpoint too, so a replay stores
+here is JSON text, never a pickle naming a Python class (a module that moves must not
+strand a checkpointed run), and messages in it are the JSON of the session codec
+(:func:`~zett_agent._messages.message_to_dict`), so it holds exactly what a stored
+session holds and never a key, a header or a client. The live run uses the decoded checkpoint too, so a replay stores
 byte-identical messages (keyed appends would refuse anything else).
 
 =================  =========================================================
@@ -20,9 +21,11 @@ tool call          ``{"result": <tool result message>}``; its parts' bytes over
                    holds a large image twice; smaller ones are inline
 hooks              ``pending_messages``: ``{"messages": [...]}``; ``before_tool``,
                    ``after_tool``: ``{"result": <tool result> | None}``;
-                   ``on_complete``: the reason or None; ``before_model`` and
-                   ``recover``: the changed request / the recovery as DBOS
-                   serializes them (a recovery naming a model is refused)
+                   ``on_complete``: the reason or None; ``before_model``:
+                   ``{"request": <request> | None}`` (its messages in the session
+                   codec, every other field as JSON); ``recover``:
+                   ``{"recovery": {"action": "retry" | "continue" | "end", ...} |
+                   None}`` (a recovery naming a model is refused)
 =================  =========================================================
 """
 
@@ -32,7 +35,7 @@ import json
 from typing import Any
 
 from zett_agent import errors
-from zett_agent._exchange import ModelResponse
+from zett_agent._exchange import ModelRequest, ModelResponse, OutputFormat, ToolSpec
 from zett_agent._messages import (
     AssistantMessage,
     Message,
@@ -42,16 +45,23 @@ from zett_agent._messages import (
     storable_json,
 )
 from zett_agent._parts import BlobReader
+from zett_agent._recovery import ContinueWith, EndRun, Recovery, RetryRequest
+from zett_agent.stop import StopInfo
+from zett_agent.vendors._rows import ServerTool
 
 __all__ = [
     "decode_final",
     "decode_messages",
     "decode_model_call",
+    "decode_recovery",
+    "decode_request",
     "decode_tool_result",
     "encode_final",
     "encode_messages",
     "encode_model_error",
     "encode_model_response",
+    "encode_recovery",
+    "encode_request",
     "encode_tool_result",
 ]
 
@@ -164,6 +174,117 @@ def encode_messages(messages: list[Message]) -> str:
 
 def decode_messages(text: str) -> list[Message]:
     return [message_from_dict(m) for m in json.loads(text)["messages"]]
+
+
+def _request_to_dict(request: ModelRequest) -> dict[str, Any]:
+    return {
+        "model": request.model,
+        "messages": [message_to_dict(m) for m in request.messages],
+        "tools": [
+            {"name": t.name, "description": t.description, "parameters": dict(t.parameters)}
+            for t in request.tools
+        ],
+        "max_tokens": request.max_tokens,
+        "temperature": request.temperature,
+        "stop_sequences": list(request.stop_sequences),
+        "tool_choice": request.tool_choice,
+        "stream": request.stream,
+        "extra_body": dict(request.extra_body),
+        "reasoning": request.reasoning,
+        "server_tools": [
+            {"kind": s.kind, "options": dict(s.options)} for s in request.server_tools
+        ],
+        "prompt_cache": request.prompt_cache,
+        "prompt_cache_key": request.prompt_cache_key,
+        "output": None
+        if request.output is None
+        else {
+            "name": request.output.name,
+            "schema": dict(request.output.schema),
+            "description": request.output.description,
+        },
+    }
+
+
+def _request_from_dict(data: dict[str, Any]) -> ModelRequest:
+    output = data.get("output")
+    return ModelRequest(
+        model=data["model"],
+        messages=[message_from_dict(m) for m in data["messages"]],
+        tools=[ToolSpec(t["name"], t["description"], t["parameters"]) for t in data["tools"]],
+        max_tokens=data.get("max_tokens"),
+        temperature=data.get("temperature"),
+        stop_sequences=list(data.get("stop_sequences") or ()),
+        tool_choice=data.get("tool_choice"),
+        stream=data.get("stream", True),
+        extra_body=dict(data.get("extra_body") or {}),
+        reasoning=data.get("reasoning"),
+        server_tools=tuple(
+            ServerTool(s["kind"], s.get("options") or {}) for s in data.get("server_tools") or ()
+        ),
+        prompt_cache=data.get("prompt_cache", False),
+        prompt_cache_key=data.get("prompt_cache_key"),
+        output=None
+        if output is None
+        else OutputFormat(output["name"], output["schema"], output.get("description", "")),
+    )
+
+
+def encode_request(request: ModelRequest | None) -> str:
+    """A ``before_model`` hook's checkpoint: the changed request, or None (unchanged).
+
+    Raises ``ValueError`` / ``TypeError`` when a field holds what JSON cannot
+    (``extra_body`` and schemas are JSON by contract)."""
+    return _dumps({"request": None if request is None else _request_to_dict(request)})
+
+
+def decode_request(text: str) -> ModelRequest | None:
+    data = json.loads(text)["request"]
+    return None if data is None else _request_from_dict(data)
+
+
+def encode_recovery(recovery: Recovery | None) -> str:
+    """A ``recover`` hook's checkpoint: ``{"recovery": None}`` or the recovery, by
+    ``action`` (``retry``: the request; ``continue``: the messages, ``join``,
+    ``max_tokens``; ``end``: the stop), each with its ``note``. A retry that names a
+    model cannot be checkpointed (the model would carry its key): the caller
+    refuses it first."""
+    if recovery is None:
+        return _dumps({"recovery": None})
+    data: dict[str, Any]
+    if isinstance(recovery, RetryRequest):
+        data = {"action": "retry", "request": _request_to_dict(recovery.request)}
+    elif isinstance(recovery, ContinueWith):
+        data = {
+            "action": "continue",
+            "messages": [message_to_dict(m) for m in recovery.messages],
+            "join": recovery.join,
+            "max_tokens": recovery.max_tokens,
+        }
+    else:
+        data = {"action": "end", "stop": recovery.stop.to_dict()}
+    data["note"] = dict(recovery.note)
+    return _dumps({"recovery": data})
+
+
+def decode_recovery(text: str) -> Recovery | None:
+    data = json.loads(text)["recovery"]
+    if data is None:
+        return None
+    note = dict(data.get("note") or {})
+    action = data["action"]
+    if action == "retry":
+        return RetryRequest(_request_from_dict(data["request"]), note=note)
+    if action == "continue":
+        return ContinueWith(
+            [message_from_dict(m) for m in data["messages"]],
+            join=data.get("join", False),
+            max_tokens=data.get("max_tokens"),
+            note=note,
+        )
+    if action == "end":
+        return EndRun(StopInfo.from_dict(data["stop"]), note=note)
+    raise ValueError(f"not a checkpointed recovery (action={action!r})")
 
 
 def _is_json(value: Any) -> bool:

@@ -34,14 +34,18 @@ from dbos import DBOS, StepOptions
 from zett_agent._await import maybe_await as _maybe_await
 from zett_agent._exchange import ModelRequest, ModelResponse, StreamEvent
 from zett_agent._messages import AssistantMessage, Message, ToolCall, ToolResultMessage
-from zett_agent._recovery import RecoveryContext, RetryRequest
+from zett_agent._recovery import ContinueWith, EndRun, RecoveryContext, RetryRequest
 from zett_agent.durable._checkpoints import (
     decode_messages,
     decode_model_call,
+    decode_recovery,
+    decode_request,
     decode_tool_result,
     encode_messages,
     encode_model_error,
     encode_model_response,
+    encode_recovery,
+    encode_request,
     encode_tool_result,
 )
 from zett_agent.errors import ConfigError, SessionStoreError
@@ -206,11 +210,11 @@ class DurableExtension(Extension):
         if self._skips("before_model"):
             return None
 
-        async def run() -> ModelRequest | None:
+        async def run() -> str:
             changed = await _maybe_await(self.inner.before_model(request))
-            return changed if isinstance(changed, ModelRequest) else None
+            return encode_request(changed if isinstance(changed, ModelRequest) else None)
 
-        return await step(f"{self.prefix}.before_model", run)
+        return decode_request(await self._hook("before_model", run))
 
     async def after_model(self, response: ModelResponse) -> Any:
         if self._skips("after_model"):
@@ -266,13 +270,20 @@ class DurableExtension(Extension):
         if self._skips("recover"):
             return None
 
-        async def run() -> Any:
+        async def run() -> str:
             recovery = await _maybe_await(self.inner.recover(context))
             if isinstance(recovery, RetryRequest) and recovery.model is not None:
                 raise ConfigError(
                     f"{type(self.inner).__name__}.recover: a durable run cannot switch "
                     "models in a recovery (the model would be checkpointed with its key)"
                 )
-            return recovery
+            if recovery is not None and not isinstance(
+                recovery, RetryRequest | ContinueWith | EndRun
+            ):
+                raise TypeError(
+                    f"{type(self.inner).__name__}.recover returned {recovery!r}: "
+                    "expected RetryRequest, ContinueWith, EndRun or None"
+                )
+            return encode_recovery(recovery)
 
-        return await step(f"{self.prefix}.recover", run)
+        return decode_recovery(await self._hook("recover", run))

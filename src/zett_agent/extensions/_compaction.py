@@ -58,7 +58,7 @@ from zett_agent.stop import StopReason
 
 __all__ = ["DROPPED_NOTE", "SUMMARY_HEADER", "ContextCompaction", "Summarizer"]
 
-log = logging.getLogger("zett_agent._recovery")
+log = logging.getLogger("zett_agent.recovery")
 
 Summarizer: TypeAlias = Callable[[Sequence[Message]], "str | Awaitable[str]"]
 

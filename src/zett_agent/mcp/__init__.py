@@ -47,13 +47,14 @@ from ._auth import (
     oauth,
 )
 from ._convert import MCPTool, result_text
-from ._elicitation import ElicitationRequest, ElicitationResponse
+from ._elicitation import ElicitationField, ElicitationRequest, ElicitationResponse
 from ._resources import MCPPrompt, MCPResource
 from ._schema import sanitize_name, sanitize_schema
 from ._server import MCPServer
 from ._toolset import MCPTools
 
 __all__ = [
+    "ElicitationField",
     "ElicitationRequest",
     "ElicitationResponse",
     "FileTokenStorage",

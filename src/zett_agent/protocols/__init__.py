@@ -1,13 +1,16 @@
-"""Wire protocols, one module each: ``anthropic``, ``openai_chat``,
-``openai_responses``, ``gemini``, ``ollama``. See :mod:`zett_agent.protocols._base`."""
+"""Wire protocols, one private module each: ``_anthropic``, ``_openai_chat``,
+``_openai_responses``, ``_gemini``, ``_ollama``; :func:`get_protocol` gives one by
+name. A protocol is a :class:`WireProtocol` (a request encoded for its wire) and a
+:class:`Decoder` per response (sans-IO: bytes and JSON in, stream events and one
+``ModelResponse`` out); CONTRIBUTING.md says how to add one."""
 
 from __future__ import annotations
 
 from importlib import import_module
 
-from zett_agent.protocols._base import WireProtocol
+from zett_agent.protocols._base import Decoder, WireProtocol
 
-__all__ = ["PROTOCOLS", "get_protocol"]
+__all__ = ["PROTOCOLS", "Decoder", "WireProtocol", "get_protocol"]
 
 PROTOCOLS: dict[str, str] = {
     "anthropic": "zett_agent.protocols._anthropic:AnthropicMessages",

@@ -21,6 +21,11 @@ from ._failure import failure_text
 from ._history import ui_messages
 from ._stream import (
     FINISH_REASONS,
+    Chunk,
+    MessageMetadata,
+    OutputData,
+    StopData,
+    StopMetadata,
     UIMessageStream,
     approval_id,
     finish_reason,
@@ -31,7 +36,12 @@ from ._stream import (
 
 __all__ = [
     "FINISH_REASONS",
+    "Chunk",
+    "MessageMetadata",
+    "OutputData",
     "ServeSettings",
+    "StopData",
+    "StopMetadata",
     "UIMessageStream",
     "approval_id",
     "create_app",

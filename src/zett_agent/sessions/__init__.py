@@ -9,11 +9,16 @@ See :mod:`zett_agent.sessions._base` for rows, schema versions and how a resumed
 answer is recorded.
 """
 
+from zett_agent._records import RunSettings, SessionEntry
 from zett_agent.sessions._base import (
     SCHEMA_VERSION,
+    EncodedRow,
     SessionInfo,
     SessionStore,
     StoredRow,
+    check_session_id,
+    decode_row,
+    encode_row,
     live_rows,
 )
 from zett_agent.sessions._journal import SessionJournal
@@ -23,11 +28,17 @@ from zett_agent.sessions._sqlite import DB_LAYOUT_VERSION, SQLiteSessionStore
 __all__ = [
     "DB_LAYOUT_VERSION",
     "SCHEMA_VERSION",
+    "EncodedRow",
     "InMemorySessionStore",
+    "RunSettings",
     "SQLiteSessionStore",
+    "SessionEntry",
     "SessionInfo",
     "SessionJournal",
     "SessionStore",
     "StoredRow",
+    "check_session_id",
+    "decode_row",
+    "encode_row",
     "live_rows",
 ]

@@ -5,8 +5,9 @@ running the step again, when the run is replayed after a crash. Every checkpoint
 here is JSON text, never a pickle naming a Python class (a module that moves must not
 strand a checkpointed run), and messages in it are the JSON of the session codec
 (:func:`~zett_agent._messages.message_to_dict`), so it holds exactly what a stored
-session holds and never a key, a header or a client. The live run uses the decoded checkpoint too, so a replay stores
-byte-identical messages (keyed appends would refuse anything else).
+session holds and never a key, a header or a client. The live run uses the decoded
+checkpoint too, so a replay stores byte-identical messages (keyed appends would
+refuse anything else).
 
 =================  =========================================================
 model call         ``{"response": <assistant message whose stop is the call's

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from zett_agent import AssistantMessage, ImagePart, SQLiteSessionStore, UserMessage
-from zett_agent._records import SessionEntry
+from zett_agent.sessions import SessionEntry
 from zett_agent.sessions._base import encode_message
 
 

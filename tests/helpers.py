@@ -1,5 +1,5 @@
 """Helpers the protocol tests share: one model call against a ReplayServer, and
-SSE bytes decoded sans-IO the way transport.py reads them."""
+SSE bytes decoded sans-IO the way model/_transport.py reads them."""
 
 from __future__ import annotations
 

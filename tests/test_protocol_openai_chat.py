@@ -1121,7 +1121,7 @@ def test_protocol_registry_and_without_tool_calls() -> None:
 
 
 def decode_sse(vendor: str, pieces: list[bytes]) -> ModelResponse:
-    """Feed SSE bytes split into ``pieces`` to a fresh decoder, as transport.py does."""
+    """Feed SSE bytes split into ``pieces`` to a fresh decoder, as model/_transport.py does."""
     return decode_sse_chunks(OpenAIChatDecoder(get_vendor(vendor)), pieces)
 
 

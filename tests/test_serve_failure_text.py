@@ -1,4 +1,4 @@
-"""What a page is told when a run fails (``serve/failure.py``): the kind of failure in
+"""What a page is told when a run fails (``serve/_failure.py``): the kind of failure in
 one sentence, the provider's message only where it is safe (masked, one line, cut
 short), never a ``repr``. Through a real server: test_serve.py (401) and the 429 here."""
 

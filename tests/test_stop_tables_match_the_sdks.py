@@ -219,7 +219,7 @@ STATUSES = {
     "queued": R.OTHER,
     "failed": R.INTERRUPTED,  # with output and no policy code
 }
-"""``response.status`` decisions (openai_responses.py docstring)."""
+"""``response.status`` decisions (protocols/_openai_responses.py docstring)."""
 
 
 def test_every_response_status_has_a_decision() -> None:

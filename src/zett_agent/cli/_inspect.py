@@ -122,7 +122,7 @@ def decode_captured(
     """Decode a captured body as the vendor's protocol (or ``protocol``) would.
 
     ``max_tokens``: the output limit the request asked for, judged as the agent
-    loop does (:func:`~zett_agent.protocols._base.apply_output_limit`).
+    loop does (:func:`~zett_agent.protocols._builder.apply_output_limit`).
 
     Raises :class:`~zett_agent.errors.ProviderError` for an error body,
     :class:`~zett_agent.errors.DecodeError` for a body that cannot be read, and

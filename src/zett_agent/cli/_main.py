@@ -1,7 +1,7 @@
 """The ``zett`` typer ``app``, the exit codes, and the consoles every command prints to.
 
-Each command lives in its own module of this package (``run.py``, ``inspect.py``,
-``providers.py``, ``sessions.py``...) and registers itself on :data:`app`; the
+Each command lives in its own module of this package (``_run.py``, ``_inspect.py``,
+``_providers.py``, ``_sessions.py``...) and registers itself on :data:`app`; the
 package's ``__init__`` imports them. This module and the command modules import
 only typer at load time: the runtime (httpx, pydantic, the agent loop) is
 imported inside the commands, so ``zett --help`` stays fast.

@@ -391,7 +391,7 @@ async def run_events(
     agent: Agent, options: RunOptions, err: Console, asker: Asker | None = None
 ) -> AsyncGenerator[AgentEvent, None]:
     """The run's events: a plain run, or a stored session's run or resume; calls
-    that wait for approval are decided by ``asker`` (``cli/approvals.py``)."""
+    that wait for approval are decided by ``asker`` (``cli/_approvals.py``)."""
     from zett_agent.cli._approvals import Asker, approval_rounds
 
     asker = asker or Asker(err)

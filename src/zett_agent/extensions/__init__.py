@@ -24,9 +24,11 @@ plain or an ``async`` method:
   ``EndRun(stop)`` — or None. The first extension that answers wins. See
   :mod:`zett_agent._recovery` for what the loop does and stores for each.
 
-Recovery extensions that ship (each off unless added): ``output_limit``
-(OutputLimitRecovery), ``compaction`` (ContextCompaction), ``convergence``
-(ConvergenceGuard), ``fallback`` (RefusalFallback), and ``refusal_replay``.
+Recovery extensions that ship (each off unless added, each in a private module of
+this package): OutputLimitRecovery (``_output_limit``), ContextCompaction
+(``_compaction``), ConvergenceGuard (``_convergence``), RefusalFallback
+(``_fallback``), and RefusalReplayExtension (``_refusal_replay``; also importable
+from ``zett_agent.extensions.refusal_replay``, the seed guide's path).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ rules, in order:
    request is answered ``cancel``; cancelling the run ends the wait too.
 
 The CLI's callback is :func:`ask_in_terminal` (on a TTY only); ``zett serve``'s is
-its page form (``serve/elicitations.py``).
+its page form (``serve/_elicitations.py``).
 """
 
 from __future__ import annotations

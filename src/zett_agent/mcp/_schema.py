@@ -1,8 +1,8 @@
 """Tool names and argument schemas from an MCP server, made acceptable to a wire protocol.
 
 The rules live in the core, :mod:`zett_agent._schemas` (structured output uses them
-too; Gemini's, rule by rule, are in its docstring); this module is their old
-import path.
+too; Gemini's, rule by rule, are in its docstring); this module gives the MCP
+package the names it uses (``sanitize_name``, ``sanitize_schema``).
 """
 
 from __future__ import annotations

@@ -2,18 +2,18 @@
 
 Optional extra ``serve`` (Starlette + uvicorn); the core never imports this package.
 
-* :func:`create_app` (:mod:`.app`): the ASGI app for an
+* :func:`create_app` (:mod:`._app`): the ASGI app for an
   :class:`~zett_agent.Agent` over a :class:`~zett_agent.sessions.SessionStore`,
   to run with uvicorn or mount in a host's own app.
-* :class:`UIMessageStream` (:mod:`.stream`): a run's events as the Vercel AI SDK's UI
+* :class:`UIMessageStream` (:mod:`._stream`): a run's events as the Vercel AI SDK's UI
   message stream protocol v1, usable on its own (sans-IO), with a ``data-stop``
   chunk per abnormal step.
-* :func:`ui_messages` (:mod:`.history`): a stored session as UI messages (calls
+* :func:`ui_messages` (:mod:`._history`): a stored session as UI messages (calls
   that wait for approval included, so a reloaded page can answer them).
-* :func:`failure_text` (:mod:`.failure`): what a page is told when a run fails.
-* :mod:`.request`: what ``POST /api/chat`` takes (a user message, or the answers to
+* :func:`failure_text` (:mod:`._failure`): what a page is told when a run fails.
+* :mod:`._request`: what ``POST /api/chat`` takes (a user message, or the answers to
   waiting calls as ``addToolApprovalResponse`` sends them).
-* :mod:`.security`: Host, Origin, token and size checks; ``static/``: the page.
+* :mod:`._security`: Host, Origin, token and size checks; ``static/``: the page.
 """
 
 from ._app import ServeSettings, create_app

@@ -1,4 +1,5 @@
-"""The ASGI app: :func:`create_app` and its plain endpoint functions.
+"""The ASGI app: :func:`create_app`, its routes (the endpoint functions are in
+:mod:`._routes`, the approval flow in :mod:`._approval_flow`) and its error handlers.
 
 =======================================  =============================================
 ``GET /``                                the page (``static/``, served as it is)
@@ -6,21 +7,23 @@
 ``POST /api/chat``                       the body ``useChat`` sends: a user message, or
                                          the answers to calls waiting for approval;
                                          answers with the UI message stream
-                                         (:mod:`.stream`)
+                                         (:mod:`._stream`)
 ``GET /api/chat/{id}/stream``            204: no stream to rejoin (useChat ``resume``)
 ``GET /api/sessions``                    the stored sessions, newest first
-``GET /api/sessions/{id}``               ``{"id", "messages"}``: UI messages (:mod:`.history`)
+``GET /api/sessions/{id}``               ``{"id", "messages"}``: UI messages (:mod:`._history`)
 ``GET /api/sessions/{id}/parts/{sha}``   a stored image, document or audio part's bytes
-                                         (:mod:`.attachments`)
+                                         (:mod:`._attachments`)
 ``POST /api/sessions/{id}/resume``       continue a cut-off answer, streamed as a chat
 ``POST /api/sessions/{id}/approve``      decide waiting calls without the SDK (JSON)
 ``DELETE /api/sessions/{id}``            delete the session
+``POST /api/elicitations/{id}``          the page's answer to an MCP server's question
+                                         (:mod:`._elicitations`)
 =======================================  =============================================
 
 **Approvals from any AI SDK front end**: after ``addToolApprovalResponse`` the SDK
 sends the message list ending with the assistant message whose tool parts are
 ``approval-responded``. Each answer is matched to the session's stored pending
-request by its ``approval.id`` *and* ``toolCallId`` (:mod:`.approvals`);
+request by its ``approval.id`` *and* ``toolCallId`` (:mod:`._approvals`);
 one the server never asked for, or asked for in an earlier request, is refused (409),
 and so is a set that leaves a waiting call unanswered (422). The call that runs is the
 stored one; the client's ``input`` is never read. The decisions are taken by
@@ -31,14 +34,14 @@ the winner's outcome is what the session holds. The run that goes on streams int
 same assistant message (``start.messageId`` is its stored id).
 
 The chat ``id`` is the session id in the :class:`~zett_agent.sessions.SessionStore`,
-which is the source of truth (:mod:`.request`). One run per session at a time: a
+which is the source of truth (:mod:`._request`). One run per session at a time: a
 second request for a session that is running gets 409 (kept per app, so serve with
 one worker process, uvicorn's default; several workers could run one session twice
 at once, which :class:`~zett_agent.AgentClient` does not support). A client that disconnects
 cancels its run; the answer streamed so far is stored as INTERRUPTED with
 ``detail["cancelled"]`` (as :class:`~zett_agent.AgentClient` does) and can be
 resumed. Bad requests get a 4xx JSON error ``{"error": {"status", "message"}}``,
-never a 500 (:mod:`.security` for Host, Origin, token and size checks).
+never a 500 (:mod:`._security` for Host, Origin, token and size checks).
 """
 
 from __future__ import annotations
@@ -116,7 +119,7 @@ def create_app(
     server). ``mcp``: an :class:`~zett_agent.mcp.MCPTools` entered for the app's
     life (in its lifespan) and attached to ``agent``; when it has no
     ``elicitation`` callback, the page answers its servers' elicitations
-    (:mod:`.elicitations`). Raises ``ValueError`` for a non-loopback ``settings.host`` without a
+    (:mod:`._elicitations`). Raises ``ValueError`` for a non-loopback ``settings.host`` without a
     token, or ``"*"`` in ``allowed_hosts`` without a token.
 
     ``handoff``: where decisions (the approve route's, and the AI SDK's answers

@@ -38,7 +38,7 @@ async def answer_approvals(
     state: State, session_id: str, message_id: str | None, responses: list[ApprovalResponse]
 ) -> Response:
     """Match the client's approval answers to the session's waiting calls
-    (:mod:`.approvals`) and go on with the decisions."""
+    (:mod:`._approvals`) and go on with the decisions."""
     place = continuation(await state.client.store.rows(session_id), state.agent.continue_prompt)
     return await _go_on(state, session_id, place, decisions_for(place, message_id, responses))
 

@@ -1,12 +1,12 @@
 """Approval answers from a client, matched to the calls the session waits on.
 
-The session's waiting calls are :class:`~.history.Continuation.waiting` (its
+The session's waiting calls are :class:`~._history.Continuation.waiting` (its
 pending request as the UI showed it). :func:`decisions_for` takes the answers the
-AI SDK sends (:func:`~.request.approval_responses`), :func:`decisions_from_json` the
+AI SDK sends (:func:`~._request.approval_responses`), :func:`decisions_from_json` the
 body of ``POST /api/sessions/{id}/approve``; both give the decisions by *call id*,
 for :meth:`AgentClient.approve_stream
 <zett_agent.AgentClient.approve_stream>`, or raise
-:class:`~.request.RequestError`:
+:class:`~._request.RequestError`:
 
 * 409 when nothing waits, when the answers are in another message than the one
   that waits, or when an answer names an approval id with a tool call id that do not

@@ -199,7 +199,7 @@ async def chunks(
     """The SSE bytes of one run: the encoder's chunks, then ``[DONE]``. ``tool_ids``
     and ``answered``: a run that goes on in a message streamed before (its tool call
     ids; the approvals it answers). An error ends the message with an ``error``
-    chunk whose text says what kind of failure it was (:func:`.failure.failure_text`;
+    chunk whose text says what kind of failure it was (:func:`._failure.failure_text`;
     the details go to the log); a cancellation propagates (the client is gone)."""
     encoder = UIMessageStream(message_id, tool_ids)
     opening = encoder.start() + encoder.approval_responses(answered)

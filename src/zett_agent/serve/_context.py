@@ -46,7 +46,7 @@ class ServeSettings:
         max_body_bytes: the largest request body, in bytes (but ``POST /api/chat``).
         max_chat_body_bytes: the largest ``POST /api/chat`` body, in bytes (it
             carries attachments as data URLs; the stock transport re-sends earlier
-            ones, which are ignored: :mod:`.attachments`).
+            ones, which are ignored: :mod:`._attachments`).
         max_attachment_bytes: bytes the file parts of one new message may hold.
         stream_buffer_bytes: bytes of a UI stream a run may get ahead of its
             client (the queue between the run and the response); a single larger

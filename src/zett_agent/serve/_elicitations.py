@@ -1,9 +1,9 @@
 """A page answers an MCP server's elicitation: the server asks during a tool call,
-the run's stream carries a ``data-elicitation`` chunk (:mod:`.stream`), the page
+the run's stream carries a ``data-elicitation`` chunk (:mod:`._stream`), the page
 shows a form (``static/app.js``) and posts the answer to
 ``POST /api/elicitations/{id}``, which resolves the waiting request.
 
-:class:`Elicitations` is the ``elicitation`` callback :func:`~.app.create_app`
+:class:`Elicitations` is the ``elicitation`` callback :func:`~._app.create_app`
 gives an ``MCPTools`` that has none. A request nobody answers waits until the
 ``MCPTools``'s ``elicitation_timeout`` (then ``cancel``), or until its run ends
 (the page closed: the run is cancelled, and so is the wait).

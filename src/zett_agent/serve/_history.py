@@ -17,12 +17,12 @@ an assistant message):
   same message, as it is streamed into it; so is the run that went on after an
   approval.
 * approval records: a call of a stored approval request is ``approval-requested``
-  with ``approval: {"id"}`` (:func:`~.stream.approval_id`), the same id the
+  with ``approval: {"id"}`` (:func:`~._stream.approval_id`), the same id the
   stream sent, so a page reloaded while calls wait can answer them; once decided it
   is ``approval-responded``, then ``output-available`` / ``output-error`` (approved,
   the ``approval`` kept) or ``output-denied`` with ``approval: {"id", "approved":
   false, "reason"}``, as the SDK builds them from the stream.
-* ``metadata`` is :func:`~.stream.message_metadata` of the message's last answer:
+* ``metadata`` is :func:`~._stream.message_metadata` of the message's last answer:
   ``finishReason`` and ``stop``, as the stream's ``finish`` sent them.
 
 Ids: the assistant message after row ``n`` is ``a<n>`` (the seq of the user row

@@ -10,7 +10,7 @@ message** is taken; the history the client sends, client system prompts and
 other parts are ignored. It is either
 
 * the **user's** (:func:`new_input`: its text parts, joined by blank lines, and
-  its file parts: :mod:`.attachments`). ``trigger`` ``"regenerate-message"`` asks
+  its file parts: :mod:`._attachments`). ``trigger`` ``"regenerate-message"`` asks
   the same question again: the last user message is appended once more and
   answered, the earlier answer stays in the stored history (rows are never
   rewritten); or
@@ -19,7 +19,7 @@ other parts are ignored. It is either
   after ``addToolApprovalResponse`` with ``sendAutomaticallyWhen:
   lastAssistantMessageIsCompleteWithApprovalResponses``. Only each part's
   ``toolCallId`` and ``approval`` (``id``, ``approved``, ``reason``) are read; the
-  server matches them to its stored request (:mod:`.approvals`), and the call that runs is
+  server matches them to its stored request (:mod:`._approvals`), and the call that runs is
   the stored one, never the part's ``input``.
 """
 

@@ -33,13 +33,13 @@ before any output sends only ``error`` and ``finish`` (no empty message).
 per PARTIAL_OUTPUT while the answer streams (``partial: true``), then the final
 value with the run's end. They share one ``id``, so a front end's message keeps one
 ``data-output`` part, replaced as it grows (the AI SDK reconciles data parts by
-type and id); a restored session shows the final one (:mod:`.history`).
+type and id); a restored session shows the final one (:mod:`._history`).
 
 **A person is asked** (an MCP server's elicitation during a tool call,
 TOOL_INPUT_REQUESTED) is a ``data-elicitation`` chunk whose ``data`` is the request
 (``zett_agent.mcp.ElicitationRequest.to_dict``: mode, message, fields
 with defaults, url) and whose ``id`` is its id: a front end shows a form and
-answers with ``POST /api/elicitations/{id}`` (:mod:`.elicitations`).
+answers with ``POST /api/elicitations/{id}`` (:mod:`._elicitations`).
 
 **Why it stopped** is a custom data chunk, ``{"type": "data-stop", "data": {...}}``,
 sent once per *abnormal step* (each ``MODEL_STOPPED``) with the fields of
@@ -67,7 +67,7 @@ A call cut off at the output limit gets ``tool-input-error`` (it is never run).
 
 **Approvals** (``ai`` 7.0.173's chunk types): a call that waits for a person gets
 ``tool-approval-request`` (``approvalId`` from :func:`approval_id`, ``toolCallId``
-its part). The answers come back in the next request (:mod:`.request`), and the
+its part). The answers come back in the next request (:mod:`._request`), and the
 run that goes on streams into the *same* message (``start.messageId`` the stored
 id): per decided call ``tool-approval-response`` (``approvalId``, ``approved``,
 ``reason``), then ``tool-output-available`` / ``tool-output-error`` for an approved
@@ -487,7 +487,7 @@ class UIMessageStream:
     ``message_id`` is the UI message id sent in ``start`` (the id the sessions
     endpoint gives the same message later). ``tool_ids``: the tool call ids the
     message already has, when the run goes on in a message streamed before (a
-    resume, an answer to an approval; :func:`~.history.continuation`), so new
+    resume, an answer to an approval; :func:`~._history.continuation`), so new
     calls get ids of their own and results find the calls that waited. Call
     :meth:`start` once (then :meth:`approval_responses` for a run that goes on
     after approval), :meth:`feed` per event, then :meth:`finish` (ended),

@@ -7,9 +7,9 @@ decoders read these rows; a vendor quirk is a row entry, never an ``if vendor ==
 Sources for each row are the provider documents listed in ``docs`` and
 ``../shared/corpus/WIRE.md``.
 
-The package: :mod:`.rows` (what a row holds), :mod:`.capabilities` (what each
-protocol can take), :mod:`.table` (the rows, :func:`get_vendor`), :mod:`.fields`
-(what a setting becomes in a body), :mod:`.http_errors` (refusals and rate limits
+The package: :mod:`._rows` (what a row holds), :mod:`._capabilities` (what each
+protocol can take), :mod:`._table` (the rows, :func:`get_vendor`), :mod:`._fields`
+(what a setting becomes in a body), :mod:`._http_errors` (refusals and rate limits
 sent as HTTP errors). Every name is importable from here.
 """
 

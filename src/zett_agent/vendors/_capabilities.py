@@ -1,6 +1,6 @@
 """What each wire protocol can take, by default for its vendor rows: reasoning
 settings, server tools, media inputs and structured-output modes (a row may narrow
-or widen them), with the helpers the rows of :mod:`.table` write theirs with.
+or widen them), with the helpers the rows of :mod:`._table` write theirs with.
 Sources: each protocol's document, linked on each entry, and
 ``../shared/corpus/WIRE.md``."""
 

@@ -131,7 +131,7 @@ def output_fields(
     vendor: Vendor, name: str, schema: Mapping[str, Any], description: str = ""
 ) -> dict[str, Any]:
     """The body fields (dotted paths, merged into nested objects by
-    ``protocols.base.add_settings``) that ask ``vendor`` for an answer matching the
+    ``protocols._body.add_settings``) that ask ``vendor`` for an answer matching the
     JSON ``schema`` (an object root) in its native mode, the schema made
     acceptable to it (:mod:`zett_agent._schemas`). Raises
     :class:`~zett_agent.errors.ConfigError` for a row without a native mode."""

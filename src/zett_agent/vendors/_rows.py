@@ -1,6 +1,6 @@
 """What a vendor row holds: the row itself (:class:`Vendor`) and the small records in
 it (HTTP-error refusals, quota rules, how reasoning, server tools and media are
-written). The rows themselves are in :mod:`.table`."""
+written). The rows themselves are in :mod:`._table`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The vendor table: one :class:`~.rows.Vendor` row per provider, and
+"""The vendor table: one :class:`~._rows.Vendor` row per provider, and
 :func:`get_vendor`. Sources for each row are the provider documents named in its
 ``docs`` and ``../shared/corpus/WIRE.md``."""
 

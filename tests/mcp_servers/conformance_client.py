@@ -4,8 +4,9 @@ The suite starts a test server for a scenario and runs ``python
 conformance_client.py URL`` (the scenario in ``MCP_CONFORMANCE_SCENARIO``, its
 data, such as pre-registered credentials, in ``MCP_CONFORMANCE_CONTEXT``). This
 uses zett's public API only: :class:`zett_agent.mcp.MCPTools` with the
-authorization helpers ``zett_agent.mcp`` exports (``oauth``, ``client_credentials``...), an elicitation callback that accepts
-the schema's defaults, and an agent whose scripted model
+authorization helpers ``zett_agent.mcp`` exports (``oauth``,
+``client_credentials``...), an elicitation callback that accepts the schema's
+defaults, and an agent whose scripted model
 (:class:`zett_agent.testing.ScriptedModel`) calls every offered tool once, so each
 call passes the tool gate as a model's would. ``.ci/run`` runs the suite (see
 ``tests/mcp_conformance/run.sh``).

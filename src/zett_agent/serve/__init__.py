@@ -17,15 +17,11 @@ Optional extra ``serve`` (Starlette + uvicorn); the core never imports this pack
 """
 
 from ._app import ServeSettings, create_app
+from ._chunks import Chunk, MessageMetadata, OutputData, StopData, StopMetadata
 from ._failure import failure_text
 from ._history import ui_messages
 from ._stream import (
     FINISH_REASONS,
-    Chunk,
-    MessageMetadata,
-    OutputData,
-    StopData,
-    StopMetadata,
     UIMessageStream,
     approval_id,
     finish_reason,

@@ -22,14 +22,13 @@ request's ``trace`` hook as httpx's own transport does.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import httpx
 
-from zett_agent.testing._replay import RecordedRequest, Reply
+from zett_agent.testing._replay import RecordedRequest, Reply, ReplyScript
 
 __all__ = ["ReplayTransport"]
 
@@ -55,7 +54,7 @@ class _PacedBody(httpx.AsyncByteStream):
             )
 
 
-class ReplayTransport(httpx.AsyncBaseTransport):
+class ReplayTransport(ReplyScript, httpx.AsyncBaseTransport):
     """Replays :class:`Reply` objects in the process, paced by the event loop.
 
     Each request takes the next reply (or ``route(request)``'s, when not None); a
@@ -67,26 +66,6 @@ class ReplayTransport(httpx.AsyncBaseTransport):
 
     url = "http://replay.invalid"
 
-    def __init__(
-        self,
-        replies: Iterable[Reply] = (),
-        *,
-        route: Callable[[RecordedRequest], Reply | None] | None = None,
-    ) -> None:
-        self._replies = list(replies)
-        self._route = route
-        self._lock = threading.Lock()
-        self.requests: list[RecordedRequest] = []
-        self.unexpected: list[RecordedRequest] = []
-
-    @property
-    def remaining(self) -> int:
-        return len(self._replies)
-
-    def add(self, *replies: Reply) -> None:
-        with self._lock:
-            self._replies.extend(replies)
-
     def client(self, **options: Any) -> httpx.AsyncClient:
         """An ``httpx.AsyncClient`` that sends every request to this transport."""
         return httpx.AsyncClient(transport=self, **options)
@@ -96,17 +75,6 @@ class ReplayTransport(httpx.AsyncBaseTransport):
 
     def __exit__(self, *exc: object) -> None:
         pass
-
-    def _next(self, request: RecordedRequest) -> Reply | None:
-        routed = self._route(request) if self._route is not None else None
-        with self._lock:
-            self.requests.append(request)
-            if routed is not None:
-                return routed
-            if not self._replies:
-                self.unexpected.append(request)
-                return None
-            return self._replies.pop(0)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         trace = request.extensions.get("trace")

@@ -32,7 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RecordedRequest", "ReplayServer", "Reply"]
+__all__ = ["RecordedRequest", "ReplayServer", "Reply", "ReplyScript"]
 
 _TYPES = {
     ".sse": "text/event-stream",
@@ -131,7 +131,44 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 512  # many concurrent clients (load tests) connect at once
 
 
-class ReplayServer:
+class ReplyScript:
+    """What both replays share: the scripted replies, the requests that arrived, and
+    the rule for the next reply (``route(request)`` when it gives one, else the next
+    scripted reply; past the script, None, and the request is ``unexpected``)."""
+
+    def __init__(
+        self,
+        replies: Iterable[Reply] = (),
+        *,
+        route: Callable[[RecordedRequest], Reply | None] | None = None,
+    ) -> None:
+        self._replies = list(replies)
+        self._route = route
+        self._lock = threading.Lock()
+        self.requests: list[RecordedRequest] = []
+        self.unexpected: list[RecordedRequest] = []
+
+    @property
+    def remaining(self) -> int:
+        return len(self._replies)
+
+    def add(self, *replies: Reply) -> None:
+        with self._lock:
+            self._replies.extend(replies)
+
+    def _next(self, request: RecordedRequest) -> Reply | None:
+        routed = self._route(request) if self._route is not None else None
+        with self._lock:
+            self.requests.append(request)
+            if routed is not None:
+                return routed
+            if not self._replies:
+                self.unexpected.append(request)
+                return None
+            return self._replies.pop(0)
+
+
+class ReplayServer(ReplyScript):
     """Replays :class:`Reply` objects on ``url`` (``http://127.0.0.1:<port>``).
 
     Use as a context manager; ``requests`` lists what arrived, ``remaining`` how
@@ -145,11 +182,7 @@ class ReplayServer:
         *,
         route: Callable[[RecordedRequest], Reply | None] | None = None,
     ) -> None:
-        self._replies = list(replies)
-        self._route = route
-        self._lock = threading.Lock()
-        self.requests: list[RecordedRequest] = []
-        self.unexpected: list[RecordedRequest] = []
+        super().__init__(replies, route=route)
         self._server = _Server(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(
@@ -161,14 +194,6 @@ class ReplayServer:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
-    @property
-    def remaining(self) -> int:
-        return len(self._replies)
-
-    def add(self, *replies: Reply) -> None:
-        with self._lock:
-            self._replies.extend(replies)
-
     def __enter__(self) -> ReplayServer:
         self._thread.start()
         return self
@@ -179,17 +204,6 @@ class ReplayServer:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
-
-    def _next(self, request: RecordedRequest) -> Reply | None:
-        routed = self._route(request) if self._route is not None else None
-        with self._lock:
-            self.requests.append(request)
-            if routed is not None:
-                return routed
-            if not self._replies:
-                self.unexpected.append(request)
-                return None
-            return self._replies.pop(0)
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self

@@ -82,8 +82,10 @@ def anthropic_deep_tool_input(depth: int = DEPTH, tool: str = "archive") -> byte
 def measure(case: str) -> dict[str, float | str]:
     """One agent run of ``case`` (``"baseline"``, ``"openai_deep_json_event"``,
     ``"anthropic_deep_tool_input"``) on a ReplayServer into a SQLite session, with a
-    heartbeat every 10 ms: milliseconds, peak RSS growth (MB; meaningful in a fresh
-    process), the longest heartbeat gap (ms) and the outcome."""
+    heartbeat every 10 ms: milliseconds of the loop thread's CPU time, peak RSS growth
+    (MB; meaningful in a fresh process), the longest heartbeat gap (ms of the loop
+    thread's CPU time between two turns: what a blocked loop computes, which other
+    processes on a loaded machine cannot stretch) and the outcome."""
     import resource
     import tempfile
     import time
@@ -121,10 +123,10 @@ def measure(case: str) -> dict[str, float | str]:
     gaps: list[float] = []
 
     async def heartbeat() -> None:
-        last = time.perf_counter()
+        last = time.thread_time()
         while True:
             await anyio.sleep(0.01)
-            now = time.perf_counter()
+            now = time.thread_time()
             gaps.append(now - last)
             last = now
 
@@ -135,11 +137,11 @@ def measure(case: str) -> dict[str, float | str]:
             )
             async with anyio.create_task_group() as group:
                 group.start_soon(heartbeat)
-                started = time.perf_counter()
+                started = time.thread_time()
                 async with AgentClient(agent, Path(folder) / "s.sqlite3", session_id="s") as client:
                     final = await client.run("go")
                     stored = len(await client.messages())
-                elapsed = time.perf_counter() - started
+                elapsed = time.thread_time() - started
                 group.cancel_scope.cancel()
             await agent.aclose()
         stop = final.stop.reason.value if final.stop else "none"

@@ -10,10 +10,7 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
-
-import pytest
 
 from zett_agent.cli import EXIT_CODES
 from zett_agent.testing import ReplayServer, Reply
@@ -76,17 +73,14 @@ def test_attached_files_go_with_the_prompt(tmp_path: Path) -> None:
     assert f"[document scan application/pdf, {len(PDF)} bytes]" in shown.stdout
 
 
-@pytest.mark.realclock  # a real process and socket: a wall-clock bound, wide margin
 def test_the_local_model_says_it_cannot_see_images_before_starting(tmp_path: Path) -> None:
     (tmp_path / "cat.png").write_bytes(PNG)
-    started = time.monotonic()
     done = zett("run", "--attach", str(tmp_path / "cat.png"), "What is in this picture?")
     assert done.returncode == EXIT_CODES["error"] == 1
     error = " ".join(done.stderr.split())
     assert "llamacpp cannot take part 1 of the user message, [image cat.png image/png" in error
     assert "the local model (SmolLM2-135M) reads text only: it cannot see images" in error
     assert "Starting the local llama.cpp server" not in done.stderr  # refused before
-    assert time.monotonic() - started < 30
 
 
 def test_a_file_over_the_limit_is_refused_unread(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -22,7 +21,6 @@ def test_attempt_timeout_ends_a_slow_stream_as_interrupted() -> None:
 
     reply = Reply.sse([(None, chunk(f"word{i} ")) for i in range(100)], delay=0.2)
     with ReplayServer([reply]) as server:
-        start = time.monotonic()
         done = subprocess.run(
             [
                 *ZETT,
@@ -41,8 +39,6 @@ def test_attempt_timeout_ends_a_slow_stream_as_interrupted() -> None:
             timeout=60,
             stdin=subprocess.DEVNULL,
         )
-        elapsed = time.monotonic() - start
     assert done.returncode == 6, done.stderr  # interrupted, the text kept
     assert "word0 word1" in done.stdout and "word99" not in done.stdout
     assert "attempt timeout" in done.stderr, done.stderr  # notices go to stderr
-    assert elapsed < 15, elapsed

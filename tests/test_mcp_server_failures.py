@@ -63,8 +63,8 @@ async def test_the_case_an_http_server_that_dies_mid_call_never_ends_the_run(
     ]
     with http_server([str(DIES), "{port}"], log=tmp_path / "server.log") as (url, _):
         started = time.monotonic()
-        with anyio.fail_after(30):
-            async with MCPTools([MCPServer.http(url, timeout=20)]) as tools:
+        with anyio.fail_after(300):
+            async with MCPTools([MCPServer.http(url, timeout=180)]) as tools:
                 events, replay = await run(tools, replies)
         took = time.monotonic() - started
     greet = sent_tool_results(replay.requests[1].json)[0]
@@ -75,7 +75,7 @@ async def test_the_case_an_http_server_that_dies_mid_call_never_ends_the_run(
     assert "connecting again failed" in ping["content"]
     assert events[-1].type is AgentEventType.RUN_COMPLETED
     assert events[-1].message.text == "the server is gone"
-    assert took < 15  # prompt: neither call waited for its 20 s timeout
+    assert took < 90  # prompt: neither call waited for its 180 s timeout
 
 
 async def test_an_http_server_that_comes_back_is_connected_again(tmp_path: Path) -> None:

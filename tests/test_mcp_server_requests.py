@@ -99,9 +99,9 @@ async def test_without_a_way_to_ask_the_request_is_declined_at_once(mode: str) -
     from zett_agent.mcp import MCPTools
 
     started = time.monotonic()
-    async with MCPTools([server(mode, timeout=30)]) as tools:
+    async with MCPTools([server(mode, timeout=300)]) as tools:
         events = await run_calls(tools, [ToolCall("c1", "ask_name", "{}")])
-    assert time.monotonic() - started < 15
+    assert time.monotonic() - started < 90  # not the call's 300 s timeout
     assert results(events)["c1"] == "decline"
     [event] = [e for e in events if e.type is AgentEventType.TOOL_INPUT_REQUESTED]
     assert event.data["message"] == "What is your name?"  # the host still hears of it
@@ -137,7 +137,7 @@ async def test_the_wait_is_bounded_by_elicitation_timeout() -> None:
     ) as tools:
         events = await run_calls(tools, [ToolCall("c1", "ask_name", "{}")])
     assert results(events)["c1"] == "cancel"
-    assert time.monotonic() - started < 20
+    assert time.monotonic() - started < 90  # not the person's hour
 
 
 async def test_elicitation_outside_a_gated_tool_call_is_declined() -> None:

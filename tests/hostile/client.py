@@ -4,8 +4,13 @@
 import zett_agent from (so a run can measure another checkout), OPTIONS_JSON the
 Model options (``limits`` as a dict of ReadLimits fields). Printed: the outcome
 (an error's type, limit, retryable, message; or a response's stop), the peak RSS
-above the RSS before the call (MB, from /proc/self/status), the wall time, and the
-longest wait of a heartbeat coroutine that sleeps 10 ms at a time.
+above the RSS before the call (MB, from /proc/self/status), the CPU time the call
+took, and the longest CPU time the event loop's thread spent between two turns of
+a heartbeat coroutine that sleeps 10 ms at a time. Both are CPU time of this
+process (``time.thread_time`` / ``time.process_time``), not wall time: other
+processes on a loaded machine delay the heartbeat's wake-up, but they cannot add
+to what this thread computed without letting the loop run, which is what a
+blocked loop is.
 """
 
 from __future__ import annotations
@@ -45,14 +50,14 @@ async def _main(url: str, provider: str, options: dict[str, Any]) -> dict[str, A
 
     async def heartbeat() -> None:
         nonlocal gap
-        last = time.monotonic()
+        last = time.thread_time()
         while not done:
             await anyio.sleep(0.01)
-            now = time.monotonic()
+            now = time.thread_time()
             gap = max(gap, now - last)
             last = now
 
-    start = time.monotonic()
+    start = time.process_time()
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(heartbeat)
         try:
@@ -68,7 +73,7 @@ async def _main(url: str, provider: str, options: dict[str, Any]) -> dict[str, A
                 "status": getattr(error, "status", None),
                 "message": str(error)[:400],
             }
-        elapsed = time.monotonic() - start
+        elapsed = time.process_time() - start
         done = True
     await model.aclose()
     outcome.update(

@@ -81,7 +81,11 @@ DEFAULT_MAX_ATTACH_BYTES = 20 * 1024 * 1024
 """``--max-attach-bytes`` by default (:data:`zett_agent._parts.DEFAULT_MAX_PART_BYTES`,
 spelled here so ``zett --help`` does not import the parts module)."""
 
-_RUN_HELP = f"""Run an agent on PROMPT (or on stdin) and stream its answer.
+_RUN_HELP = f"""Run an agent on PROMPT and on what is piped to stdin; stream its answer.
+
+Piped text is sent with the prompt, before it and a blank line apart (as llm
+does): zett run "Summarize this file" < notes.txt sends the file, then the
+instruction. With no PROMPT, stdin alone is the prompt.
 
 The answer goes to stdout; tool calls, their results, and a "⚠ stopped: ..."
 notice saying why a run did not end normally go to stderr.
@@ -224,7 +228,8 @@ def pick_session_or_exit(
 def run(
     ctx: typer.Context,
     prompt: Annotated[
-        str | None, typer.Argument(help="What to ask; read from stdin if left out.")
+        str | None,
+        typer.Argument(help="What to ask; text piped on stdin is sent before it."),
     ] = None,
     model: ModelOption = None,
     max_tokens: MaxTokensOption = None,
@@ -269,7 +274,7 @@ def run(
 ) -> None:
     offered = offered_tools(tools, tool_choice, mcp)
     schema = _read_schema(output_schema) if output_schema is not None else None
-    text = prompt if prompt is not None else stdin_prompt()
+    text = with_stdin(prompt, stdin_prompt())
     if not text or not text.strip():
         raise typer.BadParameter("give a PROMPT or pipe one on stdin", param_hint="PROMPT")
     sid, is_new = pick_session_or_exit(db, session, new_session, latest)
@@ -604,7 +609,17 @@ def _resolve(options: RunOptions) -> Any:
 
 
 def stdin_prompt() -> str | None:
-    """The prompt piped on stdin, or None when stdin is a terminal."""
+    """The text piped on stdin, or None when stdin is a terminal or empty."""
     if sys.stdin is None or sys.stdin.isatty():
         return None
     return sys.stdin.read().strip() or None
+
+
+def with_stdin(prompt: str | None, piped: str | None) -> str | None:
+    """The prompt as sent: the piped text, a blank line, then PROMPT (``llm``'s order,
+    ``cat notes.txt | llm "summarize"``); either alone when the other is missing."""
+    if prompt is None or not prompt.strip():
+        return piped if piped is not None else prompt
+    if piped is None:
+        return prompt
+    return f"{piped}\n\n{prompt}"

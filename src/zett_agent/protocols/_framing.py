@@ -213,6 +213,15 @@ class SSEFramer:
         names = _EVENT_NAMES
         add = out.append
         for block in blocks:
+            if not block:  # two blank lines between events (a keep-alive, a flood)
+                self._quiet += 2
+                if self._quiet > self._max_quiet:
+                    self._error = QuietTooLongError(self._quiet, self._max_quiet)
+                    self._raw = None
+                    if not out:
+                        raise self._error
+                    return out
+                continue
             if len(block) < limit:
                 if block[:6] == b"data: " and b"\n" not in block:
                     add(("message", block[6:].decode("utf-8", "replace")))

@@ -53,6 +53,15 @@ def _with_runs(db: str | None, sessions: str, work: Callable[[Any], Awaitable[_T
         raise typer.Exit(1) from error
 
 
+def _no_run(run_id: str) -> None:
+    """One line on stderr and exit status 1: there is no run with that id."""
+    _err().print(
+        f"✖ no run {run_id!r} (zett runs list shows the runs)",
+        markup=False, highlight=False, soft_wrap=True,
+    )  # fmt: skip
+    raise typer.Exit(1)
+
+
 def _record(info: Any) -> dict[str, Any]:
     return {
         "run_id": info.run_id,
@@ -109,8 +118,17 @@ def submit(
                     markup=False, highlight=False, soft_wrap=True,
                 )  # fmt: skip
                 raise typer.Exit(1)
+        seen = {info.agent for info in await runs.list_runs(limit=200)} - {None}
         submitted = await runs.submit(agent, prompt, session_id=sid, run_id=run_id)
         _out().print(submitted)
+        if not again and agent not in seen:
+            _err().print(
+                f"⚠ no run of agent {agent!r} is known here"
+                + (f" (agents of earlier runs: {', '.join(sorted(seen))})" if seen else "")
+                + ": the run waits in the queue (ENQUEUED) for a worker that has it, "
+                "and a worker without it fails it (zett runs status " + submitted + ")",
+                markup=False, highlight=False, soft_wrap=True,
+            )  # fmt: skip
         if wait:
             message = await runs.result(submitted)
             _out().print(message.text, soft_wrap=True)
@@ -172,8 +190,7 @@ def run_status(
 
     info = _with_runs(db, sessions, work)
     if info is None:
-        _err().print(f"no run {run_id!r}")
-        raise typer.Exit(1)
+        _no_run(run_id)
     _out().print(json.dumps(_record(info)), soft_wrap=True, markup=False)
 
 
@@ -184,9 +201,13 @@ def run_result(
     """Wait for the run and print its final answer."""
 
     async def work(runs: Any) -> Any:
+        if await runs.status(run_id) is None:
+            return None
         return await runs.result(run_id)
 
     message = _with_runs(db, sessions, work)
+    if message is None:
+        _no_run(run_id)
     _out().print(message.text, soft_wrap=True, markup=False)
     if message.stop is not None:
         _err().print(f"⚠ stopped: {message.stop.describe()}")
@@ -198,10 +219,14 @@ def run_cancel(
 ) -> None:
     """Cancel the run (it stops at its next step)."""
 
-    async def work(runs: Any) -> None:
+    async def work(runs: Any) -> bool:
+        if await runs.status(run_id) is None:
+            return False
         await runs.cancel(run_id)
+        return True
 
-    _with_runs(db, sessions, work)
+    if not _with_runs(db, sessions, work):
+        _no_run(run_id)
     _out().print(f"cancelled {run_id}")
 
 
@@ -211,10 +236,14 @@ def run_resume(
 ) -> None:
     """Put a cancelled or failed run back on the queue; it goes on from its checkpoints."""
 
-    async def work(runs: Any) -> None:
+    async def work(runs: Any) -> bool:
+        if await runs.status(run_id) is None:
+            return False
         await runs.resume(run_id)
+        return True
 
-    _with_runs(db, sessions, work)
+    if not _with_runs(db, sessions, work):
+        _no_run(run_id)
     _out().print(f"resumed {run_id}")
 
 

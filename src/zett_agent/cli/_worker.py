@@ -119,10 +119,31 @@ async def _serve(
             await agent.aclose()
 
 
+def _sessions_given(ctx: typer.Context, param: typer.CallbackParam, value: str) -> str:
+    """``--sessions`` as given; an empty one (``--sessions ""``, or ``ZETT_SESSIONS``
+    set but empty, as a failed ``DSN=$(...)`` leaves it) is a usage error, never a
+    silent fall-back to ``sessions.sqlite3`` in the current folder."""
+    import os
+
+    source = ctx.get_parameter_source(param.name or "")
+    defaulted = source is None or source.name == "DEFAULT"
+    if not value.strip() or (defaulted and os.environ.get("ZETT_SESSIONS", None) == ""):
+        raise typer.BadParameter(
+            "it is empty (ZETT_SESSIONS set to ''?): give a session file or a "
+            "postgresql:// DSN; did the command that printed the DSN fail?",
+            param_hint="--sessions / ZETT_SESSIONS",
+        )
+    return value
+
+
 SessionsOption = Annotated[
     str,
     typer.Option(
-        "--sessions", envvar="ZETT_SESSIONS", help="Session file, or a postgresql:// DSN."
+        "--sessions",
+        envvar="ZETT_SESSIONS",
+        help="Session file, or a postgresql:// DSN.",
+        callback=_sessions_given,
+        is_eager=True,  # before --agent imports anything
     ),
 ]
 DbOption = Annotated[

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -36,6 +36,7 @@ __all__ = [
     "McpOption",
     "ModelOption",
     "NewSessionOption",
+    "OneLineCommands",
     "ReasoningOption",
     "RequireApprovalOption",
     "SessionDbOption",
@@ -47,6 +48,7 @@ __all__ = [
     "app",
     "err_console",
     "explicit_options",
+    "first_sentence",
     "out_console",
 ]
 
@@ -193,7 +195,7 @@ or SIGTERM."""
 
 _EXIT_MEANING = {
     "ok": "the model finished (or the run ended normally)",
-    "error": "an error: provider, network or configuration, or an answer that stayed "
+    "error": "a provider, network or configuration error, or an answer that stayed "
     "invalid for --output-schema after its retry",
     "usage": "bad command line",
     "refusal": "the model or a safety system refused",
@@ -243,7 +245,27 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+class OneLineCommands(typer.core.TyperGroup):
+    """``zett --help`` lists each command with the first sentence of its help,
+    whole (wrapped when long), never cut off with "..." as click's default does."""
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.short_help and command.help:
+                command.short_help = first_sentence(command.help)
+        super().format_commands(ctx, formatter)
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a help text's first paragraph, without its full stop."""
+    paragraph = " ".join(text.strip().split("\n\n")[0].split())
+    head, sep, _ = paragraph.partition(". ")
+    return (head if sep else paragraph).rstrip(".")
+
+
 app = typer.Typer(
+    cls=OneLineCommands,
     name="zett",
     help="zett-agent: an agent runtime whose host always knows why the model stopped.",
     no_args_is_help=True,

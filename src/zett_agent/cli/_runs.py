@@ -14,7 +14,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from zett_agent.cli._main import app
+from zett_agent.cli._main import OneLineCommands, app
 from zett_agent.cli._main import err_console as _err
 from zett_agent.cli._main import out_console as _out
 from zett_agent.cli._worker import DbOption, SessionsOption
@@ -24,6 +24,7 @@ __all__ = ["runs_app", "submit"]
 _T = TypeVar("_T")
 
 runs_app = typer.Typer(
+    cls=OneLineCommands,
     name="runs",
     help="List durable runs, see one's status or result, cancel one.",
     no_args_is_help=True,

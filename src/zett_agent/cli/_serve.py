@@ -131,8 +131,12 @@ def serve(
         config.max_turns = max_turns
     try:
         resolved = resolve_model(model)
-    except ZettError as error:
-        raise typer.BadParameter(str(error), param_hint="--model") from None
+    except ZettError as error:  # as zett run says it: a configuration error, exit status 1
+        err_console().print(
+            f"✖ zett serve: {type(error).__name__}: {error}",
+            style="bold red", markup=False, highlight=False, soft_wrap=True,
+        )  # fmt: skip
+        raise typer.Exit(EXIT_CODES["error"]) from None
     if tool_choice is None and (offered or mcp) and resolved.provider == "llamacpp":
         tool_choice = "auto"  # its server shows the model no tools without a choice
     config.tool_choice = tool_choice
@@ -187,7 +191,8 @@ def serve(
     finally:
         listening.close()
     if not server.started:
-        err_console().print("✖ zett serve did not start (see above)", style="bold red")
+        if not _SAID:  # else the one line that says why was printed
+            err_console().print("✖ zett serve did not start (see above)", style="bold red")
         raise typer.Exit(EXIT_CODES["error"])
 
 
@@ -225,12 +230,20 @@ def _cannot_listen(host: str, port: int, error: OSError) -> Any:
     raise typer.Exit(EXIT_CODES["error"])
 
 
+_SAID: list[str] = []
+"""The one-line startup error :func:`_one_line_startup_error` printed, if any."""
+
+
 def _one_line_startup_error(record: logging.LogRecord) -> bool:
-    """uvicorn logs an app that could not start with the whole traceback; when a
-    zett error stopped it (an ``--mcp`` server that cannot be started), say that
-    error in one line, as ``zett run`` does."""
+    """uvicorn logs an app that could not start with the whole traceback, then
+    "Application startup failed. Exiting."; when a zett error stopped it (an
+    ``--mcp`` server that cannot be started), print that error as the one line
+    on stderr, as ``zett run`` does, and drop uvicorn's two records."""
     text = record.getMessage()
     if text.startswith("Traceback") and "\nzett_agent.errors." in text:
         last = text.strip().splitlines()[-1]
-        record.msg, record.args = f"✖ zett serve: {last.split(': ', 1)[-1]}", ()
-    return True
+        said = f"✖ zett serve: {last.split(': ', 1)[-1]}"
+        _SAID.append(said)
+        err_console().print(said, style="bold red", markup=False, highlight=False, soft_wrap=True)
+        return False
+    return not (_SAID and text.startswith("Application startup failed"))

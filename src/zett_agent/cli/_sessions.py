@@ -21,6 +21,7 @@ from zett_agent.cli._main import (
     McpAuthOption,
     McpOption,
     ModelOption,
+    OneLineCommands,
     RequireApprovalOption,
     ToolsOption,
     YesOption,
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["sessions_app"]
 
 sessions_app = typer.Typer(
+    cls=OneLineCommands,
     name="sessions",
     help="List, show and resume sessions stored with zett run --db FILE.",
     no_args_is_help=True,

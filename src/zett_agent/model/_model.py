@@ -470,6 +470,37 @@ def _base_url_from_env(vendor: Vendor) -> str:
     return url
 
 
+_FAMILIES = (
+    ("gpt-", "openai"),
+    ("chatgpt-", "openai"),
+    ("o1", "openai"),
+    ("o3", "openai"),
+    ("o4", "openai"),
+    ("claude-", "anthropic"),
+    ("gemini-", "google"),
+    ("mistral-", "mistral"),
+    ("magistral-", "mistral"),
+    ("codestral-", "mistral"),
+    ("grok-", "xai"),
+    ("deepseek-", "deepseek"),
+    ("glm-", "glm"),
+    ("kimi-", "kimi"),
+    ("qwen", "qwen"),
+    ("smollm2", "llamacpp"),
+)
+"""Model-name beginnings and the provider that serves them under that name: the
+"did you mean" of a model given without its provider (``gpt-4o``)."""
+
+
+def _provider_of(name: str) -> str | None:
+    """The provider a bare model name most likely belongs to, or None."""
+    lowered = name.lower()
+    for start, provider in _FAMILIES:
+        if lowered.startswith(start):
+            return provider
+    return None
+
+
 def resolve_model(model: Model | str, **options: object) -> Model:
     """A :class:`Model` from a Model or a ``"provider:model-name"`` string.
 
@@ -480,7 +511,9 @@ def resolve_model(model: Model | str, **options: object) -> Model:
         return model
     provider, sep, name = model.partition(":")
     if not sep or not provider or not name:
-        raise ConfigError(f"model must be 'provider:model-name', got {model!r}")
+        guess = _provider_of(model.strip(": ")) if not name else None
+        hint = f": did you mean '{guess}:{model.strip(': ')}'?" if guess else ""
+        raise ConfigError(f"model must be 'provider:model-name', got {model!r}{hint}")
     vendor = get_vendor(provider)
     if vendor.model_class:  # a vendor with its own Model subclass (the local server)
         module_name, _, class_name = vendor.model_class.partition(":")

@@ -153,9 +153,11 @@ def test_page_approves_a_waiting_call_after_a_reload(
     ask(page, "weather in Paris?")
     page.wait_for_selector("button.approve")  # type: ignore[attr-defined]
     page.wait_for_selector("#send:not([disabled])")  # type: ignore[attr-defined]
+    assert "?chat=" in page.url  # type: ignore[attr-defined]
     page.reload()  # type: ignore[attr-defined]
-    page.click("#sessions li")  # type: ignore[attr-defined]
+    # the chat it showed, reopened by the reload itself (no click in the side bar)
     page.wait_for_selector("button.approve")  # restored, still waiting  # type: ignore[attr-defined]
+    assert "weather in Paris?" in page.text_content("#messages")  # type: ignore[attr-defined]
     shot = screenshot_dir(tmp_path) / "page-approval-waiting.png"
     page.screenshot(path=str(shot), full_page=True)  # type: ignore[attr-defined]
     print(f"screenshot: {shot}")
@@ -168,6 +170,18 @@ def test_page_approves_a_waiting_call_after_a_reload(
     page.screenshot(path=str(shot), full_page=True)  # type: ignore[attr-defined]
     print(f"screenshot: {shot}")
     assert errors == []
+
+
+def test_a_chat_id_in_the_url_that_is_not_stored_opens_a_new_chat(
+    approval_url: str, browser_page: object
+) -> None:
+    page = browser_page
+    page.goto(approval_url + "?chat=never-stored")  # type: ignore[attr-defined]
+    page.wait_for_selector("#status:has-text('is not stored')")  # type: ignore[attr-defined]
+    assert "?chat=" not in page.url  # type: ignore[attr-defined]
+    assert page.query_selector_all(".message") == []  # type: ignore[attr-defined]
+    page.click("#new-chat")  # type: ignore[attr-defined]
+    assert "?chat=" not in page.url  # type: ignore[attr-defined]
 
 
 def test_page_denies_a_waiting_call(approval_url: str, browser_page: object) -> None:

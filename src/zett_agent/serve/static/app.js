@@ -169,7 +169,7 @@ async function run(path, body) {
 }
 
 function send(text, files) {
-  if (!state.chatId) state.chatId = newId();
+  if (!state.chatId) { state.chatId = newId(); showChatInUrl(state.chatId); }
   const parts = text ? [{ type: 'text', text }] : [];
   const user = { id: newId(), role: 'user', parts: parts.concat(files) };
   state.messages.push(user);
@@ -496,12 +496,30 @@ async function openSession(id) {
     const session = await (await api(`/api/sessions/${encodeURIComponent(id)}`)).json();
     state.chatId = id;
     state.messages = session.messages;
+    showChatInUrl(id);
     render();
     loadSessions();
   } catch (error) { setStatus(error.message); }
 }
 
+// The open chat's id is in the page's URL (?chat=ID), so a reload (or the URL in
+// another tab) reopens that chat with its waiting approvals; a new chat has none.
+function showChatInUrl(id) {
+  const query = id ? `?chat=${encodeURIComponent(id)}` : '';
+  history.replaceState(null, '', location.pathname + query);
+}
+
+async function reopenChatOfUrl() {
+  const id = new URLSearchParams(location.search).get('chat');
+  if (!id) return;
+  const session = await fetchSession(id);
+  if (session) { await openSession(id); return; }
+  showChatInUrl(null);  // deleted meanwhile, or never stored: a new chat
+  setStatus(`Chat ${id} is not stored (any more): this is a new chat.`);
+}
+
 function newChat() {
+  showChatInUrl(null);
   state.chatId = null;
   state.messages = [];
   render();
@@ -533,6 +551,7 @@ document.addEventListener('DOMContentLoaded', async () => {
   $('new-chat').addEventListener('click', newChat);
   loadInfo();
   loadSessions();
+  reopenChatOfUrl();
 });
 
 async function loadInfo() {

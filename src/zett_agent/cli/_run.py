@@ -511,6 +511,7 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
     """Run ``options`` and print it; returns the exit status."""
     from rich.text import Text
 
+    from zett_agent._events import AgentEventType
     from zett_agent.cli._approvals import Asker
     from zett_agent.cli._mcp_tools import mcp_tools
     from zett_agent.cli._output import Printer
@@ -528,9 +529,15 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
                 err.print(Text(f"✖ {unoffered}", style="bold red"), soft_wrap=True)
                 return EXIT_CODES["usage"]
             events = run_events(agent, options, err, asker)
+            usage = None
             async with aclosing(events):
                 async for event in events:
                     printer.handle(event)
+                    if event.type is AgentEventType.RUN_COMPLETED:
+                        usage = event.usage
+            said = unknown_usage(options.max_total_tokens, usage, options.model)
+            if said is not None:
+                err.print(Text(said, style="yellow"), soft_wrap=True)
         if asker.waiting is not None:
             offered = {getattr(tool, "__name__", "") for tool in options.tools}
             mcp_calls = any(call.name not in offered for call in asker.waiting.calls)
@@ -544,6 +551,20 @@ async def run_agent(options: RunOptions, out: Console, err: Console) -> int:
         if agent is not None:
             await agent.aclose()
     return printer.exit_code
+
+
+def unknown_usage(budget: int | None, usage: Any, model: str | None) -> str | None:
+    """The notice for a ``--max-total-tokens`` budget that could not count: the
+    run's model calls reported no token usage (a server that sends none), so the
+    budget was not applied, as ``--max-cost`` says of a model with no price."""
+    if budget is None or usage is None:
+        return None
+    if usage.input_tokens is not None or usage.output_tokens is not None:
+        return None
+    return (
+        f"⚠ --max-total-tokens {budget} was not applied: {model or 'the model'} reported "
+        "no token usage, so the run's tokens are unknown"
+    )
 
 
 async def remember_settings(client: Any, options: RunOptions) -> None:

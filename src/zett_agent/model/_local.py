@@ -1,7 +1,10 @@
 """A local model: the llama.cpp server (llama-cpp-python) with SmolLM2-135M.
 
 ``LocalLlamaModel("smollm2")`` (or ``resolve_model("llamacpp:smollm2")``) starts
-``python -m llama_cpp.server`` on 127.0.0.1 the first time it is called
+llama-cpp-python's server on 127.0.0.1 the first time it is called, through
+``python -m zett_agent.model._llama_server`` (the same server, with two of its
+faults mended in its process: the conversation rendered without HTML escaping,
+and token usage at the end of a stream; see that module)
 (:meth:`LocalLlamaModel.ensure_ready`) and stops it in :meth:`aclose`. The server
 binds port 0, so the system gives it a free port as it binds (no port is chosen
 first and handed over, which another process could take in between), and reports
@@ -69,6 +72,14 @@ handled here rather than hidden:
   ``tool_calls`` and strips the colon.
 * with as many threads as CPUs, generation on a busy machine is many times slower;
   the server is started with :func:`default_threads`.
+* the ``chatml-function-calling`` format renders the conversation with HTML
+  autoescaping (``'`` reached the model as ``&#39;``, ``"`` as ``&#34;``, and the
+  model wrote them back); the started server renders it unescaped
+  (:mod:`zett_agent.model._llama_server`). A server at a base URL is as it is.
+* a stream carries no token usage (``stream_options`` is ignored); the started
+  server ends each stream with an ``include_usage`` chunk, so ``max_total_tokens``
+  counts local answers. A server at a base URL that reports none leaves usage
+  unknown (None), which ``zett run --max-total-tokens`` says.
 """
 
 from __future__ import annotations
@@ -261,7 +272,8 @@ class LocalLlamaModel(Model):
             results answer the last user message (module docstring).
         n_threads: CPU threads of the started server (default: :func:`default_threads`).
         startup_timeout: seconds to wait for the started server to answer.
-        server_args: extra command-line arguments for ``llama_cpp.server``.
+        server_args: extra command-line arguments for ``llama_cpp.server``
+            (started through :mod:`zett_agent.model._llama_server`).
         model_options: passed to :class:`~zett_agent.model.Model` (``base_url``,
             ``idle_timeout``, ``max_retries`` ...). With a ``base_url`` (or
             ``ZETT_LLAMACPP_BASE_URL``) no server is started.
@@ -352,7 +364,7 @@ class LocalLlamaModel(Model):
         as the server binds, which its start-up line names)."""
         assert self.gguf is not None
         return [
-            sys.executable, "-m", "llama_cpp.server",
+            sys.executable, "-m", "zett_agent.model._llama_server",
             "--model", str(self.gguf),
             "--model_alias", self.name,
             "--host", "127.0.0.1",
@@ -562,7 +574,7 @@ class LocalLlamaModel(Model):
         info = item.stop_info
         if info.reason is not StopReason.MAX_OUTPUT or "context_window" in info.detail:
             return item
-        used = item.usage.output_tokens  # None on streams: the server sends no usage there
+        used = item.usage.output_tokens  # None from a server at a base URL that sends none
         if used is None:  # the default can cut first only when it is below the window
             at_default = self.default_max_tokens < self.n_ctx
         else:

@@ -25,6 +25,7 @@ starts this module as a process (the ``local`` extra).
 
 from __future__ import annotations
 
+import importlib
 import runpy
 import sys
 from collections.abc import Iterator
@@ -35,20 +36,19 @@ __all__ = ["main", "render_unescaped", "usage_on_streams"]
 
 def render_unescaped() -> None:
     """Make the chat formats render templates without HTML autoescaping."""
-    from llama_cpp import llama_chat_format
-
-    base = llama_chat_format.ImmutableSandboxedEnvironment
+    formats: Any = importlib.import_module("llama_cpp.llama_chat_format")
+    base: Any = formats.ImmutableSandboxedEnvironment
     if getattr(base, "zett_unescaped", False):
         return
 
-    class Unescaped(base):  # type: ignore[misc, valid-type]
+    class Unescaped(base):  # type: ignore[misc]
         zett_unescaped = True
 
         def __init__(self, *args: Any, **options: Any) -> None:
             options["autoescape"] = False
             super().__init__(*args, **options)
 
-    llama_chat_format.ImmutableSandboxedEnvironment = Unescaped  # type: ignore[misc]
+    formats.ImmutableSandboxedEnvironment = Unescaped
 
 
 class _Counts:
@@ -60,8 +60,8 @@ class _Counts:
 
 def usage_on_streams() -> None:
     """End every streamed chat completion with an OpenAI ``include_usage`` chunk."""
-    import llama_cpp
-    from llama_cpp import Llama
+    llama_cpp: Any = importlib.import_module("llama_cpp")
+    Llama: Any = llama_cpp.Llama  # noqa: N806 - the class, patched
 
     if getattr(Llama, "zett_usage_on_streams", False):
         return
@@ -82,9 +82,9 @@ def usage_on_streams() -> None:
             return answer
         return _ending_with_usage(answer)
 
-    Llama.generate = counted_generate  # type: ignore[method-assign]
-    Llama.create_chat_completion = chat_with_usage  # type: ignore[method-assign]
-    Llama.zett_usage_on_streams = True  # type: ignore[attr-defined]
+    Llama.generate = counted_generate
+    Llama.create_chat_completion = chat_with_usage
+    Llama.zett_usage_on_streams = True
 
 
 def _ending_with_usage(chunks: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:

@@ -145,7 +145,7 @@ async def test_a_hanging_call_ends_at_the_timeout_and_the_server_is_told_to_canc
     async with MCPTools([server]) as tools:
         with anyio.fail_after(20):
             events, replay = await run_with(tools, replies)
-        with anyio.fail_after(5):
+        with anyio.fail_after(60):  # a guard: the server process may be slow under load
             while {"cancelled": "hang"} not in calls_in(log):
                 await anyio.sleep(0.05)
     [result] = sent_tool_results(replay.requests[1].json)
@@ -169,7 +169,7 @@ async def test_cancelling_the_run_sends_mcp_cancellation(counting: Any, log: Pat
                 async for _ in agent.stream("go"):
                     pass
         await agent.aclose()
-    with anyio.fail_after(5):
+    with anyio.fail_after(60):  # a guard: the server process may be slow under load
         while {"cancelled": "hang"} not in calls_in(log):
             await anyio.sleep(0.05)
     last = agent.messages[-1]

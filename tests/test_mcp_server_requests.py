@@ -107,17 +107,17 @@ async def test_without_a_way_to_ask_the_request_is_declined_at_once(mode: str) -
     assert event.data["message"] == "What is your name?"  # the host still hears of it
 
 
-@pytest.mark.realclock  # a real server over stdio: the person's 2.5 s wait is real
+@pytest.mark.realclock  # a real server over stdio: the person's 7.5 s wait is real
 @pytest.mark.parametrize("mode", ERAS)
 async def test_a_persons_wait_is_not_counted_against_the_call_timeout(mode: str) -> None:
     need_mcp()
     from zett_agent.mcp import ElicitationResponse, MCPTools
 
     async def slow_person(request: Any) -> Any:
-        await anyio.sleep(2.5)  # longer than the call's timeout of 1.5 s
+        await anyio.sleep(7.5)  # longer than the call's timeout of 5 s (room for load)
         return ElicitationResponse.accept(request.defaults)
 
-    async with MCPTools([server(mode, timeout=1.5)], elicitation=slow_person) as tools:
+    async with MCPTools([server(mode, timeout=5)], elicitation=slow_person) as tools:
         events = await run_calls(tools, [ToolCall("c1", "ask_name", "{}")])
     assert results(events)["c1"] == "hello Ada (36)"
 

@@ -443,9 +443,10 @@ def _usage(usage: Any, model: str | None) -> dict[str, Any]:
 # ---------------------------------------------------------------- the route
 
 
-class AGUIStreamResponse(UIStreamResponse):
-    """The bounded, disconnect-aware stream of :mod:`._backpressure`, with AG-UI's
-    headers (plain ``text/event-stream``)."""
+class EventStreamResponse(UIStreamResponse):
+    """The bounded, disconnect-aware stream of :mod:`._backpressure` with plain
+    server-sent-event headers (``text/event-stream``, no AI SDK header): AG-UI's,
+    and A2A's streaming responses (:mod:`zett_agent.a2a`)."""
 
     def __init__(self, chunks: AsyncGenerator[bytes, None], **options: Any) -> None:
         super().__init__(chunks, **options)
@@ -506,7 +507,7 @@ async def ag_ui_run(request: Request) -> Response:
         raise
     encoder = AGUIEventStream(session_id, run.run_id, state=run.state, model=model)
     events = state.client.stream(None, session_id=session_id)
-    return AGUIStreamResponse(
+    return EventStreamResponse(
         _sse(encoder, events),
         on_close=_release(state, session_id),
         settings=state.settings,
@@ -556,7 +557,7 @@ async def _resume(state: State, session_id: str, run: Any, model: str) -> Respon
     encoder = AGUIEventStream(
         session_id, run.run_id, tool_ids=place.tool_ids, state=run.state, model=model
     )
-    return AGUIStreamResponse(
+    return EventStreamResponse(
         _sse(encoder, events, [first]),
         on_close=_release(state, session_id),
         settings=state.settings,

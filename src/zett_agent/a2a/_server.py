@@ -1,0 +1,620 @@
+""":func:`create_a2a_app`: an agent as an A2A 1.0 server (JSON-RPC binding).
+
+==========================================  ==========================================
+``GET /.well-known/agent-card.json``        the agent card (one JSONRPC interface at
+                                            ``/api/a2a``, protocol version 1.0,
+                                            streaming, no push notifications)
+``POST /api/a2a``                           JSON-RPC 2.0: ``SendMessage``,
+                                            ``SendStreamingMessage`` (server-sent
+                                            events of ``StreamResponse``),
+                                            ``GetTask``, ``CancelTask``
+==========================================  ==========================================
+
+A **context is a session** of the store (``contextId`` is the session id; a message
+without one starts a new session), so a context survives the process; tasks are
+kept in memory for the app's life. One task runs per context at a time. The task's
+state follows the run's stop (:mod:`._wire`): refusal ``rejected``, cut or
+interrupted ``failed``, waiting for approval ``input-required``, with the stop in
+the status message's metadata (``metadata.zett.stop``).
+
+**Approvals**: an ``input-required`` task's status message holds a data part
+``{"zett": {"approvals": [{"id", "name", "arguments"}]}}``; the client answers with
+a message on the same ``taskId`` whose data part is ``{"approvals": {"<id>":
+{"approved": true | false, "reason"?: "..."}}}`` (``approved`` a JSON boolean), one
+per waiting call. The decisions are taken by :meth:`AgentClient.approve_stream
+<zett_agent.AgentClient.approve_stream>` (the compare-and-set every decider shares:
+one that lost is a JSON-RPC error and nothing runs), and the same task goes on.
+
+Params are parsed strictly (unknown fields of the request, the message or a part
+refused as ``-32602`` naming the field); ``message/send`` and the other v0.3 names
+are ``-32601`` with the 1.0 name. The Host/Origin/token checks are ``zett serve``'s
+(:mod:`zett_agent.serve._security`): a token, when set, is required on ``/api/a2a``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import aclosing, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from zett_agent._agent import Agent
+from zett_agent._client import AgentClient
+from zett_agent._events import AgentEvent, AgentEventType
+from zett_agent.serve._ag_ui import EventStreamResponse
+from zett_agent.serve._context import DEFAULT_MAX_BODY_BYTES, ServeSettings, read_json
+from zett_agent.serve._failure import failure_text
+from zett_agent.serve._history import continuation
+from zett_agent.serve._request import MAX_REASON_CHARS, RequestError, valid_session_id
+from zett_agent.serve._security import Guard, is_loopback
+from zett_agent.serve._stream import approval_id
+from zett_agent.sessions import InMemorySessionStore, SessionStore
+from zett_agent.stop import StopInfo
+from zett_agent.tools._approvals import ApprovalConflictError, ApprovalRequest, Decision
+
+from ._wire import (
+    CANCELED,
+    INPUT_REQUIRED,
+    PROTOCOL_VERSION,
+    SUBMITTED,
+    TERMINAL,
+    WORKING,
+    agent_message,
+    task_state,
+)
+
+__all__ = ["create_a2a_app"]
+
+logger = logging.getLogger("zett_agent.a2a")
+
+# JSON-RPC and A2A error codes (A2A 1.0, "JSON-RPC error codes")
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL = (
+    -32700, -32600, -32601, -32602, -32603,
+)  # fmt: skip
+TASK_NOT_FOUND, TASK_NOT_CANCELABLE, UNSUPPORTED = -32001, -32002, -32004
+
+CARD_PATH = "/.well-known/agent-card.json"
+
+V03_NAMES = {
+    "message/send": "SendMessage",
+    "message/stream": "SendStreamingMessage",
+    "tasks/get": "GetTask",
+    "tasks/cancel": "CancelTask",
+}
+
+
+class RPCError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# ---------------------------------------------------------------- params
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PartIn(_Strict):
+    text: StrictStr | None = None
+    data: Any = None
+    url: StrictStr | None = None
+    raw: StrictStr | None = None
+    metadata: dict[str, Any] | None = None
+    filename: StrictStr | None = None
+    mediaType: StrictStr | None = None  # noqa: N815 (the wire's name)
+
+
+class MessageIn(_Strict):
+    messageId: StrictStr  # noqa: N815
+    contextId: StrictStr | None = None  # noqa: N815
+    taskId: StrictStr | None = None  # noqa: N815
+    role: Literal["ROLE_USER"]
+    parts: list[PartIn] = Field(min_length=1)
+    metadata: dict[str, Any] | None = None
+    extensions: list[StrictStr] | None = None
+    referenceTaskIds: list[StrictStr] | None = None  # noqa: N815
+
+
+class ConfigurationIn(_Strict):
+    acceptedOutputModes: list[StrictStr] | None = None  # noqa: N815
+    historyLength: int | None = None  # noqa: N815
+    returnImmediately: StrictBool | None = None  # noqa: N815
+
+
+class SendParams(_Strict):
+    message: MessageIn
+    configuration: ConfigurationIn | None = None
+    metadata: dict[str, Any] | None = None
+    tenant: StrictStr | None = None
+
+
+class TaskParams(_Strict):
+    id: StrictStr
+    historyLength: int | None = None  # noqa: N815
+    tenant: StrictStr | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class Answer(_Strict):
+    approved: StrictBool
+    reason: StrictStr | None = Field(default=None, max_length=MAX_REASON_CHARS)
+
+
+class Approvals(_Strict):
+    approvals: dict[str, Answer]
+
+
+def _params(model: type[BaseModel], data: Any) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"params.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()[:5]
+        )
+        raise RPCError(INVALID_PARAMS, problems) from None
+
+
+# ---------------------------------------------------------------- tasks
+
+
+@dataclass
+class _Task:
+    id: str
+    context_id: str
+    state: str = SUBMITTED
+    message: dict[str, Any] | None = None
+    text: str = ""
+    stop: StopInfo | None = None
+    history: list[dict[str, Any]] = field(default_factory=list)
+    scope: anyio.CancelScope | None = None
+    request: ApprovalRequest | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        stop = self.stop.to_dict(describe=True) if self.stop is not None else None
+        status: dict[str, Any] = {"state": self.state}
+        if self.message is not None:
+            status["message"] = self.message
+        task: dict[str, Any] = {
+            "id": self.id,
+            "contextId": self.context_id,
+            "status": status,
+            "history": list(self.history),
+            "metadata": {"zett": {"stop": stop}},
+        }
+        if self.text:
+            partial = (
+                self.state not in (SUBMITTED, WORKING) and self.state != "TASK_STATE_COMPLETED"
+            )
+            task["artifacts"] = [
+                {
+                    "artifactId": f"{self.id}-answer",
+                    "name": "answer",
+                    "parts": [{"text": self.text}],
+                    "metadata": {"zett": {"partial": partial}},
+                }
+            ]
+        return task
+
+
+@dataclass
+class _State:
+    agent: Agent
+    client: AgentClient
+    settings: ServeSettings
+    name: str
+    description: str
+    tasks: dict[str, _Task] = field(default_factory=dict)
+    running: set[str] = field(default_factory=set)
+
+
+def _waiting_data(request: ApprovalRequest) -> dict[str, Any]:
+    calls = [
+        {"id": approval_id(request, call), "name": call.name, "arguments": call.arguments}
+        for call in request.calls
+    ]
+    return {"zett": {"approvals": calls}}
+
+
+class _Run:
+    """One task's run: zett events in, the task's state and stream responses out."""
+
+    def __init__(self, state: _State, task: _Task) -> None:
+        self.state = state
+        self.task = task
+        self.chunk = 0
+
+    def update(self, event: AgentEvent) -> list[dict[str, Any]]:
+        """The ``StreamResponse`` results for ``event`` (the task updated)."""
+        task = self.task
+        if event.type is AgentEventType.TEXT_DELTA and event.text:
+            first = not task.text
+            task.text += event.text
+            self.chunk += 1
+            artifact: dict[str, Any] = {
+                "artifactId": f"{task.id}-answer",
+                "name": "answer",
+                "parts": [{"text": event.text}],
+            }
+            return [
+                {
+                    "artifactUpdate": {
+                        "taskId": task.id,
+                        "contextId": task.context_id,
+                        "artifact": artifact,
+                        "append": not first,
+                        "lastChunk": False,
+                    }
+                }
+            ]
+        if event.type is AgentEventType.MODEL_STARTED:
+            task.text = ""  # the answer is the last model call's text
+        if event.type is AgentEventType.RUN_COMPLETED:
+            message = event.message
+            if message is not None:
+                task.text = message.text
+            task.stop = event.stop
+            task.request = event.approval
+            task.state = task_state(event.stop, waiting=event.approval is not None)
+            said = task.text or (event.stop.describe() if event.stop else "")
+            if event.approval is not None:
+                names = ", ".join(c.name for c in event.approval.calls)
+                said = f"Approve {names}?"
+            task.message = agent_message(
+                said,
+                context_id=task.context_id,
+                task_id=task.id,
+                message_id=uuid.uuid4().hex,
+                stop=event.stop,
+                data=_waiting_data(event.approval) if event.approval is not None else None,
+            )
+        return []
+
+    def fail(self, error: Exception) -> None:
+        task = self.task
+        task.state = "TASK_STATE_FAILED"
+        task.stop = None
+        task.message = agent_message(
+            failure_text(error),
+            context_id=task.context_id,
+            task_id=task.id,
+            message_id=uuid.uuid4().hex,
+        )
+
+    def final(self) -> dict[str, Any]:
+        task = self.task
+        return {
+            "statusUpdate": {
+                "taskId": task.id,
+                "contextId": task.context_id,
+                "status": {
+                    "state": task.state,
+                    **({"message": task.message} if task.message else {}),
+                },
+                "metadata": {
+                    "zett": {"stop": task.stop.to_dict(describe=True) if task.stop else None}
+                },
+            }
+        }
+
+    async def drive(
+        self, events: AsyncGenerator[AgentEvent, None]
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Run ``events`` to the end inside the task's cancel scope (CancelTask)."""
+        task = self.task
+        task.state = WORKING
+        scope = task.scope = anyio.CancelScope()
+        try:
+            with scope:
+                try:
+                    async with aclosing(events) as run:
+                        async for event in run:
+                            for out in self.update(event):
+                                yield out
+                except Exception as error:
+                    logger.warning("A2A task %s failed: %r", task.id, error)
+                    self.fail(error)
+            if scope.cancelled_caught:
+                task.state = CANCELED
+                task.message = agent_message(
+                    "The task was canceled.",
+                    context_id=task.context_id,
+                    task_id=task.id,
+                    message_id=uuid.uuid4().hex,
+                )
+        finally:
+            task.scope = None
+            self.state.running.discard(task.context_id)
+
+
+# ---------------------------------------------------------------- methods
+
+
+def _text_of(message: MessageIn) -> str:
+    return "".join(p.text for p in message.parts if p.text)
+
+
+def _user_json(message: MessageIn, task: _Task) -> dict[str, Any]:
+    record = message.model_dump(exclude_none=True)
+    record["contextId"], record["taskId"] = task.context_id, task.id
+    return record
+
+
+async def _start(
+    state: _State, params: SendParams
+) -> tuple[_Run, AsyncGenerator[AgentEvent, None]]:
+    """The task a ``SendMessage`` starts or continues, and the events of its run."""
+    message = params.message
+    if message.taskId:
+        task = state.tasks.get(message.taskId)
+        if task is None:
+            raise RPCError(TASK_NOT_FOUND, f"no task {message.taskId!r}")
+        if task.state != INPUT_REQUIRED:
+            raise RPCError(UNSUPPORTED, f"task {task.id!r} is {task.state}: it takes no more input")
+        return await _answer(state, task, message)
+    try:
+        context = valid_session_id(message.contextId) if message.contextId else uuid.uuid4().hex
+    except RequestError as error:
+        raise RPCError(INVALID_PARAMS, f"params.message.contextId: {error}") from None
+    text = _text_of(message)
+    if not text.strip():
+        raise RPCError(INVALID_PARAMS, "params.message.parts: no text part with the question")
+    if await state.client.pending_approval(context) is not None:
+        raise RPCError(
+            UNSUPPORTED, "calls wait for approval in this context: answer the task first"
+        )
+    if context in state.running:
+        raise RPCError(UNSUPPORTED, "a task of this context is running; wait for it or cancel it")
+    task = _Task(uuid.uuid4().hex, context)
+    task.history.append(_user_json(message, task))
+    state.tasks[task.id] = task
+    state.running.add(context)
+    return _Run(state, task), state.client.stream(text, session_id=context)
+
+
+async def _answer(
+    state: _State, task: _Task, message: MessageIn
+) -> tuple[_Run, AsyncGenerator[AgentEvent, None]]:
+    """Decisions for an input-required task's waiting calls, and the run that goes on."""
+    data = next((p.data for p in message.parts if p.data is not None), None)
+    answers = _params(Approvals, data)
+    place = continuation(
+        await state.client.store.rows(task.context_id), state.agent.continue_prompt
+    )
+    by_id = {w.approval_id: w.call.id for w in place.waiting}
+    decisions: dict[str, Decision] = {}
+    for key, answer in answers.approvals.items():
+        if key not in by_id:
+            raise RPCError(
+                INVALID_PARAMS, f"params.message.parts.data.approvals.{key}: no such call"
+            )
+        decisions[by_id[key]] = Decision(answer.approved, answer.reason)
+    if task.context_id in state.running:
+        raise RPCError(UNSUPPORTED, "a task of this context is running")
+    state.running.add(task.context_id)
+    events = state.client.approve_stream(task.context_id, decisions, request_seq=place.request_seq)
+    try:
+        first = await anext(events)
+    except BaseException as error:
+        state.running.discard(task.context_id)
+        await events.aclose()
+        if isinstance(error, ApprovalConflictError):
+            raise RPCError(UNSUPPORTED, f"decided already: {error}") from None
+        if isinstance(error, ValueError):
+            raise RPCError(INVALID_PARAMS, f"params.message: {error}") from None
+        raise
+    task.history.append(_user_json(message, task))
+
+    async def go_on() -> AsyncGenerator[AgentEvent, None]:
+        async with aclosing(events):
+            yield first
+            async for event in events:
+                yield event
+
+    return _Run(state, task), go_on()
+
+
+async def _send(state: _State, params: SendParams) -> dict[str, Any]:
+    run, events = await _start(state, params)
+    async for _ in run.drive(events):
+        pass
+    return {"task": run.task.to_json()}
+
+
+async def _stream(state: _State, params: SendParams, rpc_id: Any) -> Response:
+    """``SendStreamingMessage``: the task, then its updates, as server-sent events of
+    JSON-RPC responses, read in the request's own task (a session lock taken there
+    is released there) and sent through ``zett serve``'s bounded queue."""
+    run, events = await _start(state, params)
+    context = run.task.context_id
+
+    def frame(result: Mapping[str, Any]) -> bytes:
+        body = {"jsonrpc": "2.0", "id": rpc_id, "result": result}
+        return b"data: " + json.dumps(body, ensure_ascii=False).encode() + b"\n\n"
+
+    async def frames() -> AsyncGenerator[bytes, None]:
+        run.task.state = WORKING
+        yield frame({"task": run.task.to_json()})
+        async for out in run.drive(events):
+            yield frame(out)
+        yield frame(run.final())
+
+    return EventStreamResponse(
+        frames(),
+        on_close=lambda: state.running.discard(context),
+        settings=state.settings,
+        events=events,
+    )
+
+
+def _get(state: _State, params: TaskParams) -> dict[str, Any]:
+    task = state.tasks.get(params.id)
+    if task is None:
+        raise RPCError(TASK_NOT_FOUND, f"no task {params.id!r}")
+    return task.to_json()
+
+
+async def _cancel(state: _State, params: TaskParams) -> dict[str, Any]:
+    task = state.tasks.get(params.id)
+    if task is None:
+        raise RPCError(TASK_NOT_FOUND, f"no task {params.id!r}")
+    if task.state in TERMINAL:
+        raise RPCError(TASK_NOT_CANCELABLE, f"task {task.id!r} is {task.state}")
+    if task.scope is not None:
+        task.scope.cancel()
+        with anyio.move_on_after(5):
+            while task.scope is not None:
+                await anyio.sleep(0.01)
+    elif task.state == INPUT_REQUIRED and task.request is not None:
+        # the waiting calls are denied (the session takes new questions again)
+        decisions = {c.id: Decision(False, "the task was canceled") for c in task.request.calls}
+        events = state.client.approve_stream(task.context_id, decisions)
+        async with aclosing(events) as run:
+            async for _ in run:
+                pass
+    task.state = CANCELED
+    task.message = agent_message(
+        "The task was canceled.",
+        context_id=task.context_id,
+        task_id=task.id,
+        message_id=uuid.uuid4().hex,
+        stop=task.stop,
+    )
+    return task.to_json()
+
+
+# ---------------------------------------------------------------- the app
+
+
+def _rpc_error(rpc_id: Any, code: int, message: str) -> JSONResponse:
+    return JSONResponse(
+        {"jsonrpc": "2.0", "id": rpc_id, "error": {"code": code, "message": message}}
+    )
+
+
+async def _rpc(request: Request) -> Response:
+    state: _State = request.app.state.zett_a2a
+    rpc_id: Any = None
+    try:
+        try:
+            body = await read_json(request, state.settings.max_body_bytes)
+        except RequestError as error:
+            code = PARSE_ERROR if "JSON" in str(error) else INVALID_REQUEST
+            raise RPCError(code, str(error)) from None
+        if not isinstance(body, dict) or body.get("jsonrpc") != "2.0":
+            raise RPCError(INVALID_REQUEST, 'not a JSON-RPC 2.0 request ("jsonrpc": "2.0")')
+        rpc_id = body.get("id")
+        method = body.get("method")
+        params = body.get("params", {})
+        if method in V03_NAMES:
+            raise RPCError(
+                METHOD_NOT_FOUND,
+                f"{method} is A2A 0.3; this server speaks 1.0: {V03_NAMES[method]}",
+            )
+        if method == "SendMessage":
+            result = await _send(state, _params(SendParams, params))
+        elif method == "SendStreamingMessage":
+            return await _stream(state, _params(SendParams, params), rpc_id)
+        elif method == "GetTask":
+            result = _get(state, _params(TaskParams, params))
+        elif method == "CancelTask":
+            result = await _cancel(state, _params(TaskParams, params))
+        else:
+            raise RPCError(METHOD_NOT_FOUND, f"no method {method!r}")
+    except RPCError as error:
+        return _rpc_error(rpc_id, error.code, str(error))
+    return JSONResponse({"jsonrpc": "2.0", "id": rpc_id, "result": result})
+
+
+async def _card(request: Request) -> Response:
+    state: _State = request.app.state.zett_a2a
+    base = str(request.url.replace(query="")).removesuffix(CARD_PATH)  # mounted: its prefix
+    tools = sorted(state.agent.tools)
+    card = {
+        "name": state.name,
+        "description": state.description,
+        "supportedInterfaces": [
+            {
+                "url": f"{base}/api/a2a",
+                "protocolBinding": "JSONRPC",
+                "protocolVersion": PROTOCOL_VERSION,
+            }
+        ],
+        "version": "1.0",
+        "capabilities": {"streaming": True, "pushNotifications": False},
+        "defaultInputModes": ["text/plain", "application/json"],
+        "defaultOutputModes": ["text/plain", "application/json"],
+        "skills": [
+            {
+                "id": "chat",
+                "name": state.name,
+                "description": state.description,
+                "tags": ["zett", *tools],
+            }
+        ],
+    }
+    return JSONResponse(card)
+
+
+def create_a2a_app(
+    agent: Agent,
+    store: SessionStore | None = None,
+    settings: ServeSettings | None = None,
+    *,
+    name: str | None = None,
+    description: str = "A zett-agent agent: every answer says why the model stopped.",
+    owns: bool = False,
+) -> Starlette:
+    """The ASGI app serving ``agent`` as an A2A 1.0 agent over sessions in ``store``
+    (default in memory); the routes and the rules are in this module's docstring.
+
+    ``settings``: the host, token and body limit of ``zett serve``
+    (:class:`~zett_agent.serve.ServeSettings`); ``ValueError`` for a non-loopback
+    host without a token. ``name``: the card's name (default the agent's).
+    ``owns``: close the agent and the store when the app shuts down."""
+    settings = settings or ServeSettings()
+    if settings.token is None and not is_loopback(settings.host):
+        raise ValueError(f"listening on {settings.host} needs a token (ServeSettings.token)")
+    client = AgentClient(agent, store if store is not None else InMemorySessionStore())
+    state = _State(agent, client, settings, name or agent.config.name, description)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if owns:
+                await agent.aclose()
+                await client.store.aclose()
+
+    app = Starlette(
+        routes=[
+            Route(CARD_PATH, _card),
+            Route("/api/a2a", _rpc, methods=["POST"]),
+        ],
+        middleware=[
+            Middleware(
+                Guard,
+                bind_host=settings.host,
+                token=settings.token,
+                allowed_hosts=settings.allowed_hosts,
+                cors_origins=settings.cors_origins,
+                max_body_bytes=settings.max_body_bytes or DEFAULT_MAX_BODY_BYTES,
+            )
+        ],
+        lifespan=lifespan,
+    )
+    app.state.zett_a2a = state
+    return app

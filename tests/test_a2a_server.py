@@ -262,3 +262,28 @@ def test_the_agent_card_names_the_jsonrpc_interface(
     assert interface == {"url": f"{url}/api/a2a", "protocolBinding": "JSONRPC",
                          "protocolVersion": "1.0"}  # fmt: skip
     assert card["capabilities"]["streaming"] is True
+
+
+async def test_cancel_task_cancels_a_running_task_whose_answer_so_far_is_kept(
+    weather: tuple[str, InMemorySessionStore],
+) -> None:
+    url, store = weather
+    streaming = await create_client(url, ClientConfig(streaming=True))
+    other = await create_client(url, ClientConfig(streaming=False))
+    states = []
+    try:
+        async for response in streaming.send_message(ask("slow", context_id="ctx-slow")):
+            data = MessageToDict(response)
+            if "artifactUpdate" in data and not states:
+                task_id = data["artifactUpdate"]["taskId"]
+                canceled = MessageToDict(await other.cancel_task(CancelTaskRequest(id=task_id)))
+                states.append(canceled["status"]["state"])
+            if "statusUpdate" in data:
+                states.append(data["statusUpdate"]["status"]["state"])
+    finally:
+        await streaming.close()
+        await other.close()
+    assert states == [STATE_NAMES["canceled"], STATE_NAMES["canceled"]]
+    answer = (await store.rows("ctx-slow"))[-1].message
+    assert answer.stop is not None and answer.stop.detail.get("cancelled")
+    assert answer.text.startswith("word0")

@@ -284,3 +284,42 @@ def test_zett_serve_help_names_the_ag_ui_route() -> None:
     assert result.exit_code == 0
     assert "POST /api/ag-ui" in result.stdout and "AG-UI 1.0" in result.stdout
     assert "zett.stop" in result.stdout
+
+
+# ---------------------------------------------------------------- the encoder alone
+
+
+def test_a_cancelled_run_is_the_cancelled_outcome_and_a_step_stop_its_custom_event() -> None:
+    from zett_agent import AgentEvent, AgentEventType, AssistantMessage
+    from zett_agent.serve import AGUIEventStream
+    from zett_agent.stop import StopInfo, StopReason
+
+    cut = StopInfo(StopReason.MAX_OUTPUT, raw="length")
+    cancelled = StopInfo(StopReason.INTERRUPTED, raw="cancelled", detail={"cancelled": True})
+    stream = AGUIEventStream("s1", "r1")
+    events = stream.start()
+    for event in [
+        AgentEvent(AgentEventType.RUN_STARTED, "z1"),
+        AgentEvent(AgentEventType.MODEL_STARTED, "z1", step=1),
+        AgentEvent(AgentEventType.TEXT_DELTA, "z1", step=1, text="Par"),
+        AgentEvent(AgentEventType.MODEL_COMPLETED, "z1", step=1, message=AssistantMessage("Par")),
+        AgentEvent(AgentEventType.MODEL_STOPPED, "z1", step=1, stop=cut),
+        AgentEvent(AgentEventType.MODEL_STARTED, "z1", step=2),
+        AgentEvent(AgentEventType.TEXT_DELTA, "z1", step=2, text="is"),
+        AgentEvent(AgentEventType.RUN_COMPLETED, "z1", stop=cancelled),
+    ]:
+        events += stream.feed(event)
+    events += stream.finish()
+    for event in events:
+        assert extras(EVENT.validate_python(event)) == []
+    steps = [e for e in events if e["type"] == "CUSTOM" and e["name"] == "zett.step_stop"]
+    assert [s["value"]["reason"] for s in steps] == ["max_output"]
+    assert events[-1]["outcome"] == {"type": "cancelled"}
+    assert events[-1]["metadata"]["zett"] == {
+        "stop": cancelled.to_dict(describe=True),
+        "runId": "z1",
+    }
+    assert terminal(events) == AG_UI_OUTCOMES["cancelled"]
+    opened = [e["type"] for e in events if e["type"].endswith("_START") or "STARTED" in e["type"]]
+    closed = [e["type"] for e in events if e["type"].endswith("_END") or "FINISHED" in e["type"]]
+    assert len(opened) == len(closed)  # every message and step closed before RUN_FINISHED

@@ -82,6 +82,7 @@ from zett_agent.errors import ConfigError, ResumeError
 from zett_agent.stop import StopInfo, StopReason
 from zett_agent.tools._approvals import ApprovalConflictError, ApprovalRequest, Decision
 
+from ._ag_ui_request import RunInput, parse_run_input
 from ._backpressure import UIStreamResponse
 from ._context import State, claim, is_json, read_json, state_of
 from ._failure import failure_text
@@ -485,8 +486,6 @@ async def ag_ui_run(request: Request) -> Response:
     message names the field), 409 when the session is running, when calls wait for
     approval and a new question came, when a ``resume`` answers no waiting call or
     lost to another decider."""
-    from ._ag_ui_request import parse_run_input
-
     state = state_of(request)
     if not is_json(request):
         raise RequestError("send the body as application/json", 415)
@@ -518,14 +517,14 @@ def _release(state: State, session_id: str) -> Callable[[], None]:
     return lambda: state.running.discard(session_id)
 
 
-async def _resume(state: State, session_id: str, run: Any, model: str) -> Response:
+async def _resume(state: State, session_id: str, run: RunInput, model: str) -> Response:
     """Answer the waiting calls with ``run.resume`` and stream the run that goes on."""
     place = continuation(await state.client.store.rows(session_id), state.agent.continue_prompt)
     if not place.waiting:
         raise RequestError("resume: no interrupt waits in this thread (answered already?)", 409)
     by_id = {w.approval_id: w for w in place.waiting}
     decisions: dict[str, Decision] = {}
-    for n, entry in enumerate(run.resume):
+    for n, entry in enumerate(run.resume or ()):
         waiting = by_id.get(entry.interrupt_id)
         if waiting is None:
             raise RequestError(

@@ -231,6 +231,12 @@ async def test_get_task_cancel_task_and_contexts_are_sessions(
     ("body", "code", "said"),
     [
         ({"method": "message/send", "params": {}}, -32601, "SendMessage"),
+        (
+            {"method": "SendMessage", "params": {"message": {"messageId": "m", "role": "ROLE_USER",
+             "parts": [{"text": "hi"}]}, "configuration": {"taskPushNotificationConfig": {
+             "url": "http://127.0.0.1:9/hook"}}}},
+            -32003, "push notifications",
+        ),
         ({"method": "Nope", "params": {}}, -32601, "Nope"),
         (
             {"method": "SendMessage", "params": {"message": {"messageId": "m", "role": "ROLE_USER",

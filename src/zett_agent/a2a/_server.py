@@ -65,8 +65,10 @@ from zett_agent.tools._approvals import ApprovalConflictError, ApprovalRequest, 
 
 from ._wire import (
     CANCELED,
+    FAILED,
     INPUT_REQUIRED,
     PROTOCOL_VERSION,
+    REJECTED,
     SUBMITTED,
     TERMINAL,
     WORKING,
@@ -82,7 +84,7 @@ logger = logging.getLogger("zett_agent.a2a")
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL = (
     -32700, -32600, -32601, -32602, -32603,
 )  # fmt: skip
-TASK_NOT_FOUND, TASK_NOT_CANCELABLE, UNSUPPORTED = -32001, -32002, -32004
+TASK_NOT_FOUND, TASK_NOT_CANCELABLE, NO_PUSH, UNSUPPORTED = -32001, -32002, -32003, -32004
 
 CARD_PATH = "/.well-known/agent-card.json"
 
@@ -131,7 +133,8 @@ class MessageIn(_Strict):
 class ConfigurationIn(_Strict):
     acceptedOutputModes: list[StrictStr] | None = None  # noqa: N815
     historyLength: int | None = None  # noqa: N815
-    returnImmediately: StrictBool | None = None  # noqa: N815
+    returnImmediately: StrictBool | None = None  # noqa: N815 (the call still waits)
+    taskPushNotificationConfig: dict[str, Any] | None = None  # noqa: N815 (refused)
 
 
 class SendParams(_Strict):
@@ -195,9 +198,7 @@ class _Task:
             "metadata": {"zett": {"stop": stop}},
         }
         if self.text:
-            partial = (
-                self.state not in (SUBMITTED, WORKING) and self.state != "TASK_STATE_COMPLETED"
-            )
+            partial = self.state in (FAILED, CANCELED, REJECTED)  # the answer is not whole
             task["artifacts"] = [
                 {
                     "artifactId": f"{self.id}-answer",
@@ -284,7 +285,7 @@ class _Run:
 
     def fail(self, error: Exception) -> None:
         task = self.task
-        task.state = "TASK_STATE_FAILED"
+        task.state = FAILED
         task.stop = None
         task.message = agent_message(
             failure_text(error),
@@ -357,6 +358,8 @@ async def _start(
 ) -> tuple[_Run, AsyncGenerator[AgentEvent, None]]:
     """The task a ``SendMessage`` starts or continues, and the events of its run."""
     message = params.message
+    if params.configuration is not None and params.configuration.taskPushNotificationConfig:
+        raise RPCError(NO_PUSH, "push notifications are not supported (the card says so)")
     if message.taskId:
         task = state.tasks.get(message.taskId)
         if task is None:

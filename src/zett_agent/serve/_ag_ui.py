@@ -68,6 +68,7 @@ in ``zett.step_stop``'s ``detail.withheld_tool_calls``). **State**: the client's
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
@@ -148,8 +149,6 @@ def outcome_for(stop: StopInfo | None, *, waiting: bool = False) -> dict[str, An
 
 def encode_event(event: Mapping[str, Any]) -> bytes:
     """One AG-UI event as a server-sent event (``data: {json}`` and a blank line)."""
-    import json
-
     return b"data: " + json.dumps(event, ensure_ascii=False, default=str).encode() + b"\n\n"
 
 

@@ -293,3 +293,24 @@ async def test_cancel_task_cancels_a_running_task_whose_answer_so_far_is_kept(
     answer = (await store.rows("ctx-slow"))[-1].message
     assert answer.stop is not None and answer.stop.detail.get("cancelled")
     assert answer.text.startswith("word0")
+
+
+def test_only_the_last_tasks_are_kept(
+    weather: tuple[str, InMemorySessionStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from zett_agent.a2a import _server
+
+    monkeypatch.setattr(_server, "MAX_TASKS", 3)
+    url, _ = weather
+
+    def rpc(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        answer: dict[str, Any] = httpx.post(f"{url}/api/a2a", json=body, timeout=30).json()
+        return answer
+
+    ids = []
+    for n in range(5):
+        message = {"messageId": f"m{n}", "role": "ROLE_USER", "parts": [{"text": f"hi {n}"}]}
+        ids.append(rpc("SendMessage", {"message": message})["result"]["task"]["id"])
+    assert rpc("GetTask", {"id": ids[0]})["error"]["code"] == -32001
+    assert rpc("GetTask", {"id": ids[-1]})["result"]["status"]["state"] == "TASK_STATE_COMPLETED"

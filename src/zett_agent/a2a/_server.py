@@ -12,7 +12,8 @@
 
 A **context is a session** of the store (``contextId`` is the session id; a message
 without one starts a new session), so a context survives the process; tasks are
-kept in memory for the app's life. One task runs per context at a time. The task's
+kept in memory for the app's life (the last :data:`MAX_TASKS`: the oldest ended ones
+are forgotten first). One task runs per context at a time. The task's
 state follows the run's stop (:mod:`._wire`): refusal ``rejected``, cut or
 interrupted ``failed``, waiting for approval ``input-required``, with the stop in
 the status message's metadata (``metadata.zett.stop``).
@@ -87,6 +88,9 @@ PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL = (
 TASK_NOT_FOUND, TASK_NOT_CANCELABLE, NO_PUSH, UNSUPPORTED = -32001, -32002, -32003, -32004
 
 CARD_PATH = "/.well-known/agent-card.json"
+
+MAX_TASKS = 10_000
+"""Tasks kept for ``GetTask``; past it the oldest ended ones are forgotten."""
 
 V03_NAMES = {
     "message/send": "SendMessage",
@@ -382,9 +386,18 @@ async def _start(
         raise RPCError(UNSUPPORTED, "a task of this context is running; wait for it or cancel it")
     task = _Task(uuid.uuid4().hex, context)
     task.history.append(_user_json(message, task))
+    _forget_old(state.tasks)
     state.tasks[task.id] = task
     state.running.add(context)
     return _Run(state, task), state.client.stream(text, session_id=context)
+
+
+def _forget_old(tasks: dict[str, _Task]) -> None:
+    """Room for one more task: the oldest ended tasks go (dicts keep insertion order)."""
+    if len(tasks) < MAX_TASKS:
+        return
+    for task_id in [t.id for t in tasks.values() if t.state in TERMINAL][: len(tasks) // 10 + 1]:
+        del tasks[task_id]
 
 
 async def _answer(

@@ -57,6 +57,7 @@ def read_with_the_client(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return results
 
 
+@pytest.mark.slow  # ~8-16 s: 79 runs through node; .ci/run's client step runs it
 def test_every_corpus_stop_passes_the_clients_verification_and_reads_the_stop() -> None:
     app, _ = corpus_app()
     with running_server(app) as url:

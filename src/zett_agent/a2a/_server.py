@@ -39,11 +39,9 @@ import logging
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing, asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -52,40 +50,44 @@ from starlette.routing import Route
 
 from zett_agent._agent import Agent
 from zett_agent._client import AgentClient
-from zett_agent._events import AgentEvent, AgentEventType
-from zett_agent.serve._ag_ui import EventStreamResponse
+from zett_agent._events import AgentEvent
+from zett_agent.serve._ag_ui_route import EventStreamResponse
 from zett_agent.serve._context import DEFAULT_MAX_BODY_BYTES, ServeSettings, read_json
-from zett_agent.serve._failure import failure_text
 from zett_agent.serve._history import continuation
-from zett_agent.serve._request import MAX_REASON_CHARS, RequestError, valid_session_id
+from zett_agent.serve._request import RequestError, valid_session_id
 from zett_agent.serve._security import Guard, is_loopback
-from zett_agent.serve._stream import approval_id
 from zett_agent.sessions import InMemorySessionStore, SessionStore
-from zett_agent.stop import StopInfo
-from zett_agent.tools._approvals import ApprovalConflictError, ApprovalRequest, Decision
+from zett_agent.tools._approvals import ApprovalConflictError, Decision
 
+from ._rpc import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    NO_PUSH,
+    PARSE_ERROR,
+    TASK_NOT_CANCELABLE,
+    TASK_NOT_FOUND,
+    UNSUPPORTED,
+    Approvals,
+    MessageIn,
+    RPCError,
+    SendParams,
+    TaskParams,
+    parse_params,
+)
+from ._tasks import Run, ServerState, Task
 from ._wire import (
     CANCELED,
-    FAILED,
     INPUT_REQUIRED,
     PROTOCOL_VERSION,
-    REJECTED,
-    SUBMITTED,
     TERMINAL,
     WORKING,
     agent_message,
-    task_state,
 )
 
 __all__ = ["create_a2a_app"]
 
 logger = logging.getLogger("zett_agent.a2a")
-
-# JSON-RPC and A2A error codes (A2A 1.0, "JSON-RPC error codes")
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL = (
-    -32700, -32600, -32601, -32602, -32603,
-)  # fmt: skip
-TASK_NOT_FOUND, TASK_NOT_CANCELABLE, NO_PUSH, UNSUPPORTED = -32001, -32002, -32003, -32004
 
 CARD_PATH = "/.well-known/agent-card.json"
 
@@ -100,250 +102,6 @@ V03_NAMES = {
 }
 
 
-class RPCError(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-# ---------------------------------------------------------------- params
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class PartIn(_Strict):
-    text: StrictStr | None = None
-    data: Any = None
-    url: StrictStr | None = None
-    raw: StrictStr | None = None
-    metadata: dict[str, Any] | None = None
-    filename: StrictStr | None = None
-    mediaType: StrictStr | None = None  # noqa: N815 (the wire's name)
-
-
-class MessageIn(_Strict):
-    messageId: StrictStr  # noqa: N815
-    contextId: StrictStr | None = None  # noqa: N815
-    taskId: StrictStr | None = None  # noqa: N815
-    role: Literal["ROLE_USER"]
-    parts: list[PartIn] = Field(min_length=1)
-    metadata: dict[str, Any] | None = None
-    extensions: list[StrictStr] | None = None
-    referenceTaskIds: list[StrictStr] | None = None  # noqa: N815
-
-
-class ConfigurationIn(_Strict):
-    acceptedOutputModes: list[StrictStr] | None = None  # noqa: N815
-    historyLength: int | None = None  # noqa: N815
-    returnImmediately: StrictBool | None = None  # noqa: N815 (the call still waits)
-    taskPushNotificationConfig: dict[str, Any] | None = None  # noqa: N815 (refused)
-
-
-class SendParams(_Strict):
-    message: MessageIn
-    configuration: ConfigurationIn | None = None
-    metadata: dict[str, Any] | None = None
-    tenant: StrictStr | None = None
-
-
-class TaskParams(_Strict):
-    id: StrictStr
-    historyLength: int | None = None  # noqa: N815
-    tenant: StrictStr | None = None
-    metadata: dict[str, Any] | None = None
-
-
-class Answer(_Strict):
-    approved: StrictBool
-    reason: StrictStr | None = Field(default=None, max_length=MAX_REASON_CHARS)
-
-
-class Approvals(_Strict):
-    approvals: dict[str, Answer]
-
-
-def _params(model: type[BaseModel], data: Any) -> Any:
-    try:
-        return model.model_validate(data)
-    except ValidationError as error:
-        problems = "; ".join(
-            f"params.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()[:5]
-        )
-        raise RPCError(INVALID_PARAMS, problems) from None
-
-
-# ---------------------------------------------------------------- tasks
-
-
-@dataclass
-class _Task:
-    id: str
-    context_id: str
-    state: str = SUBMITTED
-    message: dict[str, Any] | None = None
-    text: str = ""
-    stop: StopInfo | None = None
-    history: list[dict[str, Any]] = field(default_factory=list)
-    scope: anyio.CancelScope | None = None
-    request: ApprovalRequest | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        stop = self.stop.to_dict(describe=True) if self.stop is not None else None
-        status: dict[str, Any] = {"state": self.state}
-        if self.message is not None:
-            status["message"] = self.message
-        task: dict[str, Any] = {
-            "id": self.id,
-            "contextId": self.context_id,
-            "status": status,
-            "history": list(self.history),
-            "metadata": {"zett": {"stop": stop}},
-        }
-        if self.text:
-            partial = self.state in (FAILED, CANCELED, REJECTED)  # the answer is not whole
-            task["artifacts"] = [
-                {
-                    "artifactId": f"{self.id}-answer",
-                    "name": "answer",
-                    "parts": [{"text": self.text}],
-                    "metadata": {"zett": {"partial": partial}},
-                }
-            ]
-        return task
-
-
-@dataclass
-class _State:
-    agent: Agent
-    client: AgentClient
-    settings: ServeSettings
-    name: str
-    description: str
-    tasks: dict[str, _Task] = field(default_factory=dict)
-    running: set[str] = field(default_factory=set)
-
-
-def _waiting_data(request: ApprovalRequest) -> dict[str, Any]:
-    calls = [
-        {"id": approval_id(request, call), "name": call.name, "arguments": call.arguments}
-        for call in request.calls
-    ]
-    return {"zett": {"approvals": calls}}
-
-
-class _Run:
-    """One task's run: zett events in, the task's state and stream responses out."""
-
-    def __init__(self, state: _State, task: _Task) -> None:
-        self.state = state
-        self.task = task
-        self.chunk = 0
-
-    def update(self, event: AgentEvent) -> list[dict[str, Any]]:
-        """The ``StreamResponse`` results for ``event`` (the task updated)."""
-        task = self.task
-        if event.type is AgentEventType.TEXT_DELTA and event.text:
-            first = not task.text
-            task.text += event.text
-            self.chunk += 1
-            artifact: dict[str, Any] = {
-                "artifactId": f"{task.id}-answer",
-                "name": "answer",
-                "parts": [{"text": event.text}],
-            }
-            return [
-                {
-                    "artifactUpdate": {
-                        "taskId": task.id,
-                        "contextId": task.context_id,
-                        "artifact": artifact,
-                        "append": not first,
-                        "lastChunk": False,
-                    }
-                }
-            ]
-        if event.type is AgentEventType.MODEL_STARTED:
-            task.text = ""  # the answer is the last model call's text
-        if event.type is AgentEventType.RUN_COMPLETED:
-            message = event.message
-            if message is not None:
-                task.text = message.text
-            task.stop = event.stop
-            task.request = event.approval
-            task.state = task_state(event.stop, waiting=event.approval is not None)
-            said = task.text or (event.stop.describe() if event.stop else "")
-            if event.approval is not None:
-                names = ", ".join(c.name for c in event.approval.calls)
-                said = f"Approve {names}?"
-            task.message = agent_message(
-                said,
-                context_id=task.context_id,
-                task_id=task.id,
-                message_id=uuid.uuid4().hex,
-                stop=event.stop,
-                data=_waiting_data(event.approval) if event.approval is not None else None,
-            )
-        return []
-
-    def fail(self, error: Exception) -> None:
-        task = self.task
-        task.state = FAILED
-        task.stop = None
-        task.message = agent_message(
-            failure_text(error),
-            context_id=task.context_id,
-            task_id=task.id,
-            message_id=uuid.uuid4().hex,
-        )
-
-    def final(self) -> dict[str, Any]:
-        task = self.task
-        return {
-            "statusUpdate": {
-                "taskId": task.id,
-                "contextId": task.context_id,
-                "status": {
-                    "state": task.state,
-                    **({"message": task.message} if task.message else {}),
-                },
-                "metadata": {
-                    "zett": {"stop": task.stop.to_dict(describe=True) if task.stop else None}
-                },
-            }
-        }
-
-    async def drive(
-        self, events: AsyncGenerator[AgentEvent, None]
-    ) -> AsyncIterator[dict[str, Any]]:
-        """Run ``events`` to the end inside the task's cancel scope (CancelTask)."""
-        task = self.task
-        task.state = WORKING
-        scope = task.scope = anyio.CancelScope()
-        try:
-            with scope:
-                try:
-                    async with aclosing(events) as run:
-                        async for event in run:
-                            for out in self.update(event):
-                                yield out
-                except Exception as error:
-                    logger.warning("A2A task %s failed: %r", task.id, error)
-                    self.fail(error)
-            if scope.cancelled_caught:
-                task.state = CANCELED
-                task.message = agent_message(
-                    "The task was canceled.",
-                    context_id=task.context_id,
-                    task_id=task.id,
-                    message_id=uuid.uuid4().hex,
-                )
-        finally:
-            task.scope = None
-            self.state.running.discard(task.context_id)
-
-
 # ---------------------------------------------------------------- methods
 
 
@@ -351,15 +109,15 @@ def _text_of(message: MessageIn) -> str:
     return "".join(p.text for p in message.parts if p.text)
 
 
-def _user_json(message: MessageIn, task: _Task) -> dict[str, Any]:
+def _user_json(message: MessageIn, task: Task) -> dict[str, Any]:
     record = message.model_dump(exclude_none=True)
     record["contextId"], record["taskId"] = task.context_id, task.id
     return record
 
 
 async def _start(
-    state: _State, params: SendParams
-) -> tuple[_Run, AsyncGenerator[AgentEvent, None]]:
+    state: ServerState, params: SendParams
+) -> tuple[Run, AsyncGenerator[AgentEvent, None]]:
     """The task a ``SendMessage`` starts or continues, and the events of its run."""
     message = params.message
     if params.configuration is not None and params.configuration.taskPushNotificationConfig:
@@ -384,15 +142,15 @@ async def _start(
         )
     if context in state.running:
         raise RPCError(UNSUPPORTED, "a task of this context is running; wait for it or cancel it")
-    task = _Task(uuid.uuid4().hex, context)
+    task = Task(uuid.uuid4().hex, context)
     task.history.append(_user_json(message, task))
     _forget_old(state.tasks)
     state.tasks[task.id] = task
     state.running.add(context)
-    return _Run(state, task), state.client.stream(text, session_id=context)
+    return Run(state, task), state.client.stream(text, session_id=context)
 
 
-def _forget_old(tasks: dict[str, _Task]) -> None:
+def _forget_old(tasks: dict[str, Task]) -> None:
     """Room for one more task: the oldest ended tasks go (dicts keep insertion order)."""
     if len(tasks) < MAX_TASKS:
         return
@@ -401,11 +159,11 @@ def _forget_old(tasks: dict[str, _Task]) -> None:
 
 
 async def _answer(
-    state: _State, task: _Task, message: MessageIn
-) -> tuple[_Run, AsyncGenerator[AgentEvent, None]]:
+    state: ServerState, task: Task, message: MessageIn
+) -> tuple[Run, AsyncGenerator[AgentEvent, None]]:
     """Decisions for an input-required task's waiting calls, and the run that goes on."""
     data = next((p.data for p in message.parts if p.data is not None), None)
-    answers = _params(Approvals, data)
+    answers = parse_params(Approvals, data)
     place = continuation(
         await state.client.store.rows(task.context_id), state.agent.continue_prompt
     )
@@ -439,17 +197,17 @@ async def _answer(
             async for event in events:
                 yield event
 
-    return _Run(state, task), go_on()
+    return Run(state, task), go_on()
 
 
-async def _send(state: _State, params: SendParams) -> dict[str, Any]:
+async def _send(state: ServerState, params: SendParams) -> dict[str, Any]:
     run, events = await _start(state, params)
     async for _ in run.drive(events):
         pass
     return {"task": run.task.to_json()}
 
 
-async def _stream(state: _State, params: SendParams, rpc_id: Any) -> Response:
+async def _stream(state: ServerState, params: SendParams, rpc_id: Any) -> Response:
     """``SendStreamingMessage``: the task, then its updates, as server-sent events of
     JSON-RPC responses, read in the request's own task (a session lock taken there
     is released there) and sent through ``zett serve``'s bounded queue."""
@@ -475,14 +233,14 @@ async def _stream(state: _State, params: SendParams, rpc_id: Any) -> Response:
     )
 
 
-def _get(state: _State, params: TaskParams) -> dict[str, Any]:
+def _get(state: ServerState, params: TaskParams) -> dict[str, Any]:
     task = state.tasks.get(params.id)
     if task is None:
         raise RPCError(TASK_NOT_FOUND, f"no task {params.id!r}")
     return task.to_json()
 
 
-async def _cancel(state: _State, params: TaskParams) -> dict[str, Any]:
+async def _cancel(state: ServerState, params: TaskParams) -> dict[str, Any]:
     task = state.tasks.get(params.id)
     if task is None:
         raise RPCError(TASK_NOT_FOUND, f"no task {params.id!r}")
@@ -521,7 +279,7 @@ def _rpc_error(rpc_id: Any, code: int, message: str) -> JSONResponse:
 
 
 async def _rpc(request: Request) -> Response:
-    state: _State = request.app.state.zett_a2a
+    state: ServerState = request.app.state.zett_a2a
     rpc_id: Any = None
     try:
         try:
@@ -540,13 +298,13 @@ async def _rpc(request: Request) -> Response:
                 f"{method} is A2A 0.3; this server speaks 1.0: {V03_NAMES[method]}",
             )
         if method == "SendMessage":
-            result = await _send(state, _params(SendParams, params))
+            result = await _send(state, parse_params(SendParams, params))
         elif method == "SendStreamingMessage":
-            return await _stream(state, _params(SendParams, params), rpc_id)
+            return await _stream(state, parse_params(SendParams, params), rpc_id)
         elif method == "GetTask":
-            result = _get(state, _params(TaskParams, params))
+            result = _get(state, parse_params(TaskParams, params))
         elif method == "CancelTask":
-            result = await _cancel(state, _params(TaskParams, params))
+            result = await _cancel(state, parse_params(TaskParams, params))
         else:
             raise RPCError(METHOD_NOT_FOUND, f"no method {method!r}")
     except RPCError as error:
@@ -555,7 +313,7 @@ async def _rpc(request: Request) -> Response:
 
 
 async def _card(request: Request) -> Response:
-    state: _State = request.app.state.zett_a2a
+    state: ServerState = request.app.state.zett_a2a
     base = str(request.url.replace(query="")).removesuffix(CARD_PATH)  # mounted: its prefix
     tools = sorted(state.agent.tools)
     card = {
@@ -604,7 +362,7 @@ def create_a2a_app(
     if settings.token is None and not is_loopback(settings.host):
         raise ValueError(f"listening on {settings.host} needs a token (ServeSettings.token)")
     client = AgentClient(agent, store if store is not None else InMemorySessionStore())
-    state = _State(agent, client, settings, name or agent.config.name, description)
+    state = ServerState(agent, client, settings, name or agent.config.name, description)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

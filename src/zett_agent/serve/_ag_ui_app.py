@@ -10,7 +10,7 @@ from starlette.routing import Route
 from zett_agent._agent import Agent
 from zett_agent.sessions import SessionStore
 
-from ._ag_ui import ag_ui_run
+from ._ag_ui_route import ag_ui_run
 from ._app import create_app
 from ._context import ServeSettings
 

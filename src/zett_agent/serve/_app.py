@@ -70,7 +70,7 @@ from zett_agent.errors import SessionStoreError
 from zett_agent.sessions import InMemorySessionStore, SessionStore
 from zett_agent.tools._approvals import ApprovalHandoff
 
-from ._ag_ui import ag_ui_run
+from ._ag_ui_route import ag_ui_run
 from ._approval_flow import approve
 from ._context import (
     DEFAULT_MAX_BODY_BYTES,

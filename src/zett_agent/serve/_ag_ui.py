@@ -1,4 +1,4 @@
-"""A run's events as AG-UI 1.0 events (sans-IO), and the ``POST /api/ag-ui`` route.
+"""A run's events as AG-UI 1.0 events, sans-IO (the route is :mod:`._ag_ui_route`).
 
 :class:`AGUIEventStream` turns the :class:`~zett_agent.AgentEvent` values of one run
 into the events of the *Agent User Interaction protocol* 1.0 (the schema of

@@ -314,3 +314,34 @@ def test_only_the_last_tasks_are_kept(
         ids.append(rpc("SendMessage", {"message": message})["result"]["task"]["id"])
     assert rpc("GetTask", {"id": ids[0]})["error"]["code"] == -32001
     assert rpc("GetTask", {"id": ids[-1]})["result"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+async def test_every_corpus_stop_read_by_zetts_own_client_is_the_subagent_stop_of_its_table(
+    corpus: tuple[str, dict[str, InMemorySessionStore]], case: Case
+) -> None:
+    from zett_agent.a2a import A2AAgentTool
+    from zett_agent.stop import StopReason
+
+    url, stores = corpus
+    context = f"{thread_of(case)}-z"[:128]
+    remote = A2AAgentTool(f"{url}/{case.key}", name="remote")
+    result = await remote.run(case.name, context_id=context)
+    assert result.error is None, result.error
+    answer = (await stores[case.key].rows(context))[-1].message
+    kept = getattr(answer, "stop", None)
+    if isinstance(answer, UserMessage) or (
+        kept is not None
+        and kept.reason is not StopReason.REFUSAL
+        and expected_state(kept.to_dict()) != "TASK_STATE_COMPLETED"
+    ):
+        assert result.stop is not None and result.stop.reason is StopReason.INTERRUPTED
+        assert result.stop.raw == "failed" and result.stop.message
+    elif kept is not None and kept.reason is StopReason.REFUSAL:
+        assert result.stop is not None and result.stop.reason is StopReason.REFUSAL
+        assert result.report().startswith('[subagent "remote" stopped: refusal')
+    elif kept is None:
+        assert result.stop is None and result.ok
+    else:  # completed with a stop zett carries on after (OTHER): the remote's own stop
+        assert result.stop is not None and result.stop.reason is kept.reason
+        assert result.stop.raw == kept.raw

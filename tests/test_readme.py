@@ -205,6 +205,24 @@ CASES = [
         in_repository=True,
     ),
     Case(
+        "create_ag_ui_app(agent)",
+        lambda: [Reply.file(REFUSAL)],
+        "RUN_FINISHED success + zett.stop: refusal",
+        needs=lambda: pytest.importorskip("starlette", reason="needs the 'serve' extra"),
+    ),
+    Case(
+        "app = create_a2a_app(agent)",
+        lambda: [Reply.file(REFUSAL)],
+        "TASK_STATE_REJECTED refusal",
+        needs=lambda: pytest.importorskip("starlette", reason="needs the 'serve' extra"),
+    ),
+    Case(
+        'A2AAgentTool("http://127.0.0.1"',
+        lambda: [Reply.file(REFUSAL)],
+        'refusal rejected | [subagent "summarizer" stopped: refusal',
+        needs=lambda: pytest.importorskip("starlette", reason="needs the 'serve' extra"),
+    ),
+    Case(
         "ServerTool.web_search(max_uses=3)",
         lambda: [anthropic_text("Free-threading and more.")],
         "Free-threading and more.",

@@ -89,8 +89,11 @@ def serve(
     SDK's UI message stream protocol (useChat), with a data-stop chunk per abnormal
     step. Calls of --require-approval tools wait for Approve / Deny on the page (or
     addToolApprovalResponse in any useChat page); --mcp servers' tools are offered,
-    and what they ask the person is a form in the page. Only 127.0.0.1 by default;
-    another address needs a bearer token.
+    and what they ask the person is a form in the page. POST /api/ag-ui speaks
+    AG-UI 1.0 (CopilotKit, @ag-ui/client's HttpAgent) over the same sessions and
+    approvals: approvals are interrupts, and why the model stopped is a zett.stop
+    custom event and RUN_FINISHED metadata. Only 127.0.0.1 by default; another
+    address needs a bearer token.
     """
     try:
         import uvicorn

@@ -10,12 +10,18 @@ Optional extra ``serve`` (Starlette + uvicorn); the core never imports this pack
   chunk per abnormal step.
 * :func:`ui_messages` (:mod:`._history`): a stored session as UI messages (calls
   that wait for approval included, so a reloaded page can answer them).
+* :func:`create_ag_ui_app` (:mod:`._ag_ui_app`) and :class:`AGUIEventStream`
+  (:mod:`._ag_ui`): a run as AG-UI 1.0 events (``POST /api/ag-ui`` on
+  :func:`create_app`'s server too), the stop in a ``zett.stop`` custom event.
 * :func:`failure_text` (:mod:`._failure`): what a page is told when a run fails.
 * :mod:`._request`: what ``POST /api/chat`` takes (a user message, or the answers to
   waiting calls as ``addToolApprovalResponse`` sends them).
 * :mod:`._security`: Host, Origin, token and size checks; ``static/``: the page.
 """
 
+from ._ag_ui import OUTCOMES as AG_UI_OUTCOMES
+from ._ag_ui import AGUIEventStream
+from ._ag_ui_app import create_ag_ui_app
 from ._app import ServeSettings, create_app
 from ._chunks import Chunk, MessageMetadata, OutputData, StopData, StopMetadata
 from ._failure import failure_text
@@ -31,7 +37,9 @@ from ._stream import (
 )
 
 __all__ = [
+    "AG_UI_OUTCOMES",
     "FINISH_REASONS",
+    "AGUIEventStream",
     "Chunk",
     "MessageMetadata",
     "OutputData",
@@ -40,6 +48,7 @@ __all__ = [
     "StopMetadata",
     "UIMessageStream",
     "approval_id",
+    "create_ag_ui_app",
     "create_app",
     "failure_text",
     "finish_reason",

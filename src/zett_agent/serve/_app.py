@@ -18,6 +18,10 @@
 ``DELETE /api/sessions/{id}``            delete the session
 ``POST /api/elicitations/{id}``          the page's answer to an MCP server's question
                                          (:mod:`._elicitations`)
+``POST /api/ag-ui``                      an AG-UI 1.0 ``RunAgentInput`` (thread = session):
+                                         the run as AG-UI events, approvals as
+                                         interrupts, the stop in ``zett.stop``
+                                         (:mod:`._ag_ui`)
 =======================================  =============================================
 
 **Approvals from any AI SDK front end**: after ``addToolApprovalResponse`` the SDK
@@ -66,6 +70,7 @@ from zett_agent.errors import SessionStoreError
 from zett_agent.sessions import InMemorySessionStore, SessionStore
 from zett_agent.tools._approvals import ApprovalHandoff
 
+from ._ag_ui_route import ag_ui_run
 from ._approval_flow import approve
 from ._context import (
     DEFAULT_MAX_BODY_BYTES,
@@ -190,6 +195,7 @@ def create_app(
             Route("/api/sessions/{id}/resume", resume, methods=["POST"]),
             Route("/api/sessions/{id}/approve", approve, methods=["POST"]),
             Route("/api/elicitations/{id}", elicitation, methods=["POST"]),
+            Route("/api/ag-ui", ag_ui_run, methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ],
         middleware=middleware,

@@ -49,6 +49,7 @@ from zett_agent._messages import (
 )
 from zett_agent._messages import Usage as TokenUsage
 from zett_agent._parts import MediaPart, Part, TextPart
+from zett_agent.errors import ConfigError
 from zett_agent.protocols._base import Decoder, ErrorFields, ErrorShape, WireProtocol
 from zett_agent.protocols._body import (
     add_settings,
@@ -101,6 +102,32 @@ _STOP_DETAIL_FIELDS = frozenset({"type", "category", "explanation", "recommended
 NESTED_OPTIONS = frozenset({"output_config", "thinking"})
 """Anthropic's documented nested objects (``output_config``, ``thinking``):
 ``model_options`` inside them is merged key by key (``base.merge_options``)."""
+
+
+def _fit_thinking_budget(body: dict[str, Any], *, explicit: bool) -> None:
+    """Keep ``thinking.budget_tokens`` below ``max_tokens``, as Anthropic requires
+    ("budget_tokens must be less than max_tokens": the extended-thinking guide,
+    https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking, and the
+    SDK's ``ThinkingConfigEnabledParam.budget_tokens``).
+
+    With zett's default ``max_tokens`` (the request set none) it is raised to the
+    budget plus :data:`DEFAULT_MAX_TOKENS` of room for the answer; a ``max_tokens``
+    the host set is never changed: a budget that does not fit it is a
+    :class:`~zett_agent.errors.ConfigError` before anything is sent.
+    """
+    thinking = body.get("thinking")
+    if not isinstance(thinking, Mapping) or thinking.get("type") != "enabled":
+        return
+    budget = thinking.get("budget_tokens")
+    limit = body.get("max_tokens")
+    if not isinstance(budget, int) or not isinstance(limit, int) or budget < limit:
+        return
+    if explicit:
+        raise ConfigError(
+            f"Anthropic's thinking budget ({budget} tokens) must be less than max_tokens "
+            f"({limit}): raise max_tokens above the budget, or lower the budget"
+        )
+    body["max_tokens"] = budget + DEFAULT_MAX_TOKENS
 
 
 class AnthropicMessages(WireProtocol):
@@ -165,6 +192,7 @@ class AnthropicMessages(WireProtocol):
         if request.prompt_cache:
             _cache_breakpoints(body)
         merge_options(body, request.extra_body, NESTED_OPTIONS)
+        _fit_thinking_budget(body, explicit=request.max_tokens is not None)
         return HTTPRequest(
             path="/v1/messages", body=body, response_format="sse" if request.stream else "json"
         )

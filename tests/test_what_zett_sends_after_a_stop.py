@@ -130,13 +130,13 @@ def stored(protocol: str, vendor: str, response: ModelResponse) -> AssistantMess
     if record is not None:
         record = {**record, "origin": {"provider": vendor, "model": MODEL}}
     response = replace(response, provider_record=record)
-    if response.stop_info.reason in (StopReason.INTERRUPTED, StopReason.REFUSAL):
-        if response.tool_calls:
-            response = replace(
-                response,
-                tool_calls=(),
-                provider_record=get_protocol(protocol).without_tool_calls(record),
-            )
+    withheld = response.stop_info.reason in (StopReason.INTERRUPTED, StopReason.REFUSAL)
+    if withheld and response.tool_calls:
+        response = replace(
+            response,
+            tool_calls=(),
+            provider_record=get_protocol(protocol).without_tool_calls(record),
+        )
     return response.to_message(vendor)
 
 
@@ -150,10 +150,8 @@ def next_request(protocol: str, vendor: str, answer: AssistantMessage | None) ->
         for call in answer.tool_calls:
             history.append(ToolResultMessage(call.id, call.name, "done"))
             names.add(call.name)
-        names |= {
-            name
-            for name in (answer.stop.detail if answer.stop else {}).get("withheld_tool_calls", [])
-        }
+        detail = answer.stop.detail if answer.stop else {}
+        names |= set(detail.get("withheld_tool_calls", []))
     paused = (
         answer is not None and answer.stop is not None and answer.stop.reason is StopReason.PAUSED
     )

@@ -298,6 +298,8 @@ def _cache_breakpoints(body: dict[str, Any]) -> None:
 
 
 _SERVER_CALLS = frozenset({"server_tool_use", "mcp_tool_use"})
+_SUSPECT = frozenset({"thinking", "redacted_thinking", *_SERVER_CALLS})
+"""Block types a rule looks at: a record with none of them keeps every rule."""
 
 
 def record_rules(record: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, list[str]]:
@@ -319,15 +321,17 @@ def record_rules(record: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, l
     content = _record_content(record)
     if content is None:
         return record, []
+    kinds = [b.get("type") if isinstance(b, dict) else None for b in content]
+    if not _SUSPECT.intersection(kinds):  # the usual record: nothing to look at
+        return record, []
     answered = {
         b.get("tool_use_id")
-        for b in content
-        if isinstance(b, Mapping) and str(b.get("type", "")).endswith("_tool_result")
+        for b, kind in zip(content, kinds, strict=True)
+        if isinstance(kind, str) and kind.endswith("_tool_result")
     }
     kept: list[Any] = []
     repairs: list[str] = []
-    for n, block in enumerate(content):
-        kind = block.get("type") if isinstance(block, Mapping) else None
+    for n, (block, kind) in enumerate(zip(content, kinds, strict=True)):
         if kind == "thinking" and not (
             isinstance(block.get("signature"), str) and block["signature"]
         ):

@@ -94,7 +94,7 @@ def sendable_record(
         verdict = cached[1]
     else:
         verdict = rules(record)
-        _CHECKED[key] = (weakref.ref(message, lambda _, k=key: _CHECKED.pop(k, None)), verdict)
+        _CHECKED[key] = (weakref.ref(message, _forget(key)), verdict)
     repaired, repairs = verdict
     if not repairs:
         return record
@@ -113,3 +113,12 @@ def sendable_record(
             extra={"zett_repairs": repairs, "zett_protocol": protocol, "zett_index": index},
         )
     return repaired
+
+
+def _forget(key: int) -> Callable[[weakref.ref[AssistantMessage]], None]:
+    """The callback that drops ``key``'s verdict when its message is gone."""
+
+    def drop(_: weakref.ref[AssistantMessage]) -> None:
+        _CHECKED.pop(key, None)
+
+    return drop

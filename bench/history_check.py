@@ -27,17 +27,16 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
 
-from zett_agent import (
+from zett_agent import (  # noqa: E402
     AssistantMessage,
     StopInfo,
     StopReason,
     ToolCall,
     ToolResultMessage,
     UserMessage,
-)  # noqa: E402
+)
 from zett_agent._exchange import ModelRequest, ToolSpec  # noqa: E402
-from zett_agent.protocols import _anthropic  # noqa: E402
-from zett_agent.protocols import get_protocol  # noqa: E402
+from zett_agent.protocols import _anthropic, get_protocol  # noqa: E402
 from zett_agent.vendors import get_vendor  # noqa: E402
 
 ORIGIN = {"provider": "anthropic", "model": "m"}

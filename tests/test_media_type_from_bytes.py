@@ -135,6 +135,11 @@ def test_a_serve_file_part_labelled_png_holding_jpeg_is_jpeg() -> None:
     ui = [{"type": "file", "url": JPEG_AS_PNG, "mediaType": "image/png", "filename": "a.png"}]
     [part] = file_parts(ui, "s1", [], 1 << 20)
     assert (part.media_type, part.labelled_as) == ("image/jpeg", "image/png")
+    pdf = "data:image/png;base64," + base64.b64encode(PDF).decode()
+    [document] = file_parts(
+        [{"type": "file", "url": pdf, "mediaType": "image/png"}], "s1", [], 1 << 20
+    )
+    assert isinstance(document, DocumentPart) and document.labelled_as == "image/png"
     bad = "data:image/png;base64," + base64.b64encode(b"garbage" * 9).decode()
     with pytest.raises(RequestError, match="not of that type"):
         file_parts([{"type": "file", "url": bad, "mediaType": "image/png"}], "s1", [], 1 << 20)

@@ -111,3 +111,25 @@ def test_json_events_carry_descriptions_not_bytes(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     records = [json.loads(line) for line in done.stdout.splitlines()]
     assert records and base64.b64encode(PNG).decode() not in done.stdout
+
+
+def test_an_attached_file_is_sent_as_its_bytes_type(tmp_path: Path) -> None:
+    jpeg = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00" + bytes(range(100))
+    (tmp_path / "photo.png").write_bytes(jpeg)  # the name says PNG, the bytes JPEG
+    (tmp_path / "noise.png").write_bytes(b"no picture here" * 5)
+    with ReplayServer([anthropic_reply("A photo.")]) as server:
+        env = {"ZETT_ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "test"}
+        done = zett(
+            "run", "--model", "anthropic:claude", "--tools", "none",
+            "--attach", str(tmp_path / "photo.png"), "What is it?", env=env,
+        )  # fmt: skip
+        refused = zett(
+            "run", "--model", "anthropic:claude", "--tools", "none",
+            "--attach", str(tmp_path / "noise.png"), "What is it?", env=env,
+        )  # fmt: skip
+        bodies = [r.json for r in server.requests]
+    assert done.returncode == 0, done.stderr
+    [body] = bodies  # the refused one sent nothing
+    assert body["messages"][0]["content"][1]["source"]["media_type"] == "image/jpeg"
+    assert refused.returncode == EXIT_CODES["usage"], refused.stderr
+    assert "image/png are not of that type" in " ".join(refused.stderr.split())

@@ -129,7 +129,9 @@ def test_sniffing_reads_the_magic_numbers(head: bytes, media_type: str | None) -
 
 
 def test_metadata_is_bounded_where_a_part_is_made() -> None:
-    named = ImagePart(media_type="Image/JPG; q=1", data=PNG, name="../../etc/\x07passwd.png")
+    named = ImagePart(
+        media_type="Image/JPG; q=1", url="https://example.com/a", name="../../etc/\x07passwd.png"
+    )
     assert named.media_type == "image/jpeg"  # lowercased, parameters and an alias dropped
     assert named.name == "passwd.png"  # no folders, no control characters
     assert ImagePart(media_type="image/png", data=PNG, name="x" * 400).name == "x" * 255
@@ -181,7 +183,7 @@ def test_parts_keep_code_written_for_text_working() -> None:
 
 def test_stored_form_round_trips_inline_and_by_reference() -> None:
     small = ImagePart(media_type="image/png", data=PNG[:100])
-    large = DocumentPart(media_type="application/pdf", data=b"%PDF" + b"y" * BLOB_THRESHOLD)
+    large = DocumentPart(media_type="application/pdf", data=b"%PDF-" + b"y" * BLOB_THRESHOLD)
     url = AudioPart(media_type="audio/mpeg", url="https://example.com/a.mp3", name="a.mp3")
     message = UserMessage("q", (small, TextPart("and"), large, url))
     inline = message_to_dict(message)

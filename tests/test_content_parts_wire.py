@@ -268,11 +268,29 @@ def _rows() -> list[tuple[str, str, str, bool]]:
     return cases
 
 
+_HEADS = {
+    "image/png": b"\x89PNG\r\n\x1a\n",
+    "image/jpeg": b"\xff\xd8\xff",
+    "image/gif": b"GIF89a",
+    "image/webp": b"RIFF\x00\x00\x00\x00WEBP",
+    "application/pdf": b"%PDF-",
+    "audio/wav": b"RIFF\x00\x00\x00\x00WAVE",
+    "audio/mpeg": b"ID3",
+    "audio/flac": b"fLaC",
+    "audio/ogg": b"OggS",
+}
+"""The first bytes of each media type zett knows by its signature (the bytes decide)."""
+
+
+def _data(media_type: str) -> bytes:
+    return _HEADS.get(media_type, b"") + b"bytes of the part"
+
+
 def _part(kind: str, media_type: str, url: bool) -> MediaPart:
     cls = {"image": ImagePart, "document": DocumentPart, "audio": AudioPart}[kind]
     if url:
         return cls(media_type=media_type, url="https://example.com/file", name="file")
-    return cls(media_type=media_type, data=b"bytes of the part", name="file")
+    return cls(media_type=media_type, data=_data(media_type), name="file")
 
 
 @pytest.mark.parametrize(("vendor", "kind", "media_type", "url"), _rows())
@@ -286,9 +304,7 @@ def test_every_vendor_row_sends_each_part_it_takes_in_the_sdks_shape(
     CHECKS[row.protocol](body)
     assert ("https://example.com/file" in str(body)) is url
     as_text = row.protocol == "anthropic" and media_type == "text/plain"  # a text source
-    assert (base64.b64encode(b"bytes of the part").decode() in str(body)) is (
-        not url and not as_text
-    )
+    assert (base64.b64encode(_data(media_type)).decode() in str(body)) is (not url and not as_text)
     assert ("bytes of the part" in str(body)) is as_text
 
 
@@ -341,7 +357,7 @@ def test_a_kind_a_row_does_not_take_is_a_config_error_naming_part_and_provider(
         ),
         (
             "anthropic",
-            ImagePart(media_type="image/png", data=b"\x89PNG" + b"0" * (4 * 1024 * 1024)),
+            ImagePart(media_type="image/png", data=b"\x89PNG\r\n\x1a\n" + b"0" * (4 * 1024 * 1024)),
             "more than the 3932160 it takes",
         ),
         (

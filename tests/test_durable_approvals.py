@@ -27,7 +27,14 @@ from zett_agent import (
     ToolCall,
     ToolResultMessage,
 )
-from zett_agent.approvals import ApprovalDecision, ApprovalRequest, approve, deny, requires_approval
+from zett_agent.approvals import (
+    ApprovalDecision,
+    ApprovalRequest,
+    PendingApprovalError,
+    approve,
+    deny,
+    requires_approval,
+)
 from zett_agent.durable import (
     DurableAgent,
     DurableConfig,
@@ -233,3 +240,32 @@ async def test_serve_hands_a_durable_runs_decision_to_the_workers(
         again = await anyio.to_thread.run_sync(post, handing)
         assert again.status_code == 409
     assert SENT == ["ACME"]
+
+
+async def test_a_new_prompt_while_calls_wait_is_refused_as_a_plain_session_does(
+    durable: DurableAgent, tmp_path: Path
+) -> None:
+    """One rule for a durable run, AgentClient and serve (409): calls that wait for a
+    decision are never answered "not run" by a new prompt; the prompt is refused
+    with PendingApprovalError and nothing is stored or started."""
+    await durable.run("bill ACME", session_id="s", run_id="r5")
+    before = await durable.store.rows("s")
+    with pytest.raises(PendingApprovalError) as caught:
+        await durable.run("something else", session_id="s", run_id="r6")
+    assert [c.id for c in caught.value.calls] == ["c1"]
+    with pytest.raises(PendingApprovalError):
+        await durable.submit("something else", session_id="s", run_id="r7")
+    plain = AgentClient(durable.agent, durable.store)
+    with pytest.raises(PendingApprovalError):  # the same rule, the same error
+        await plain.run("something else", session_id="s")
+    # a run queued from another process: the workflow itself refuses
+    runs = DurableRuns(f"sqlite:///{tmp_path / 'dbos.sqlite3'}", sessions=durable.store)
+    async with runs:
+        queued = await runs.submit("biller", "something else", session_id="s", run_id="r8")
+        with pytest.raises(PendingApprovalError):
+            await runs.result(queued, poll=0.05)
+    assert await durable.store.rows("s") == before
+    assert await DBOS.get_workflow_status_async("r6") is None
+    assert SENT == []
+    done = await durable.approve("s", {"c1": approve()})  # the calls still wait
+    assert done.text == "Billed ACME." and SENT == ["ACME"]

@@ -131,7 +131,7 @@ def test_an_image_alone_is_a_question(url: str) -> None:
 @pytest.mark.parametrize(
     ("part", "status", "message"),
     [
-        (file_part(b"\x89PNG" + b"0" * 70_000), 413, "larger than 65536 bytes in all"),
+        (file_part(b"\x89PNG\r\n\x1a\n" + b"0" * 70_000), 413, "larger than 65536 bytes in all"),
         (
             {"type": "file", "mediaType": "image/png", "url": "/etc/passwd"},
             400,
@@ -156,7 +156,7 @@ def test_bad_file_parts_are_refused_and_nothing_is_stored(
 
 
 def test_two_files_share_the_attachment_limit(url: str) -> None:
-    half = b"\x89PNG" + b"1" * 40_000
+    half = b"\x89PNG\r\n\x1a\n" + b"1" * 40_000
     response = post(url, "two", [user("u-1", "Look", file_part(half), file_part(half, "b.png"))])
     assert response.status_code == 413
 

@@ -396,3 +396,35 @@ async def test_a_cut_structured_answer_is_resumed_and_validated_joined() -> None
     assert first.stop is not None and first.stop.reason is StopReason.MAX_OUTPUT
     resumed = await agent.resume()
     assert resumed.output == PARIS
+
+
+async def test_a_cut_typed_answer_resumed_by_prefill_is_validated_joined() -> None:
+    """Anthropic continues a prefill: the continuation (``02650}``) is not JSON on its
+    own; joined to the cut text it is the answer, with no second call."""
+    wire = WIRES["anthropic"]
+
+    def cut(texts: list[str], stop_reason: str) -> Reply:
+        chunks = wire.answer(texts)
+        tail = {
+            "type": "message_delta",
+            "usage": {"output_tokens": 5},
+            "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+        }
+        return wire.reply([*chunks[:-2], sse(tail, "message_delta"), chunks[-1]])
+
+    replies = [cut(['{"name": "Paris", ', '"population": 21'], "max_tokens")]
+    replies.append(cut(["02650}"], "end_turn"))
+    with ReplayServer(replies) as server:
+        model = Model("anthropic", "m", base_url=server.url, api_key="k")
+        agent = await create_agent(model, output_type=City)
+        try:
+            first = await agent.run("The capital of France?")
+            assert first.stop is not None and first.stop.reason is StopReason.MAX_OUTPUT
+            resumed = await agent.resume()
+        finally:
+            await agent.aclose()
+    assert resumed.output == PARIS
+    assert resumed.text == OK
+    assert len(server.requests) == 2  # no "invalid, try again" turn
+    sent = server.requests[1].json["messages"]
+    assert sent[-1]["role"] == "assistant"  # the prefill

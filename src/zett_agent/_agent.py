@@ -687,8 +687,11 @@ def create_agent_sync(
 
 
 def _continued_text(messages: Sequence[Message], plan: ResumePlan) -> str:
-    """The cut-off text a continuation turn asks the model to go on from (a resume
-    without a prefill), which a structured answer is validated joined to."""
+    """The cut-off text the resumed answer goes on from, which a structured answer
+    is validated joined to: the prefill's text (Anthropic continues it), or the
+    cut-off answer a continuation turn follows."""
+    if plan.prefill is not None:
+        return plan.prefill.text
     if plan.prompt is None or not messages:
         return ""
     last = messages[-1]

@@ -71,8 +71,8 @@ from zett_agent.tools._approvals import (
     ApprovalHandoff,
     ApprovalRequest,
     Decision,
-    PendingApprovalError,
     pending_request,
+    refuse_while_pending,
 )
 
 logger = logging.getLogger("zett_agent.client")  # a stable name, not the module path
@@ -84,14 +84,7 @@ _APPROVAL_ROWS = (ApprovalRequest, ApprovalDecision)
 
 
 def _check_no_pending(session_id: str, rows: list[StoredRow]) -> None:
-    request = pending_request([row.message for row in rows])
-    if request is not None:
-        names = ", ".join(call.name for call in request.calls)
-        raise PendingApprovalError(
-            f"session {session_id!r}: tool calls wait for approval ({names}); "
-            "answer them with approve() before a new prompt or a resume",
-            request.calls,
-        )
+    refuse_while_pending(session_id, [row.message for row in rows])
 
 
 _R = TypeVar("_R")

@@ -33,6 +33,12 @@ Reading is bounded: :meth:`MediaPart.from_file` refuses a file over ``max_bytes`
 :meth:`MediaPart.from_data_url` from the length of its base64 text before
 decoding it (:class:`~zett_agent.errors.PartTooLargeError`).
 
+The bytes decide a part's media type (:func:`decide_media_type`): the label given
+(a file name's type, a data URL's, a server's ``mimeType``) is a hint; a label the
+bytes contradict is corrected and kept in ``labelled_as``, and bytes of no type
+zett can tell under a label it could check are a ``ValueError`` where the part is
+made, so they are never sent. URL parts keep their label (zett never fetches them).
+
 Part metadata is bounded too: a media type is ``type/subtype`` (at most 127
 characters, lowercased, common aliases such as ``audio/x-wav`` normalized), a
 ``name`` is a file name (no folders, no control characters, at most 255
@@ -68,6 +74,7 @@ __all__ = [
     "MediaPart",
     "Part",
     "TextPart",
+    "decide_media_type",
     "describe_parts",
     "media_class",
     "part_from_data_url",
@@ -147,6 +154,11 @@ class MediaPart:
     size: int | None = None
     reader: BlobReader | None = field(default=None, repr=False, compare=False)
     """Where a stored part's bytes are read from (set by the store that loaded it)."""
+    labelled_as: str | None = field(default=None, compare=False)
+    """The media type the part was labelled with when its bytes said another one:
+    ``media_type`` is what the bytes are (corrected), this the label it replaced
+    (None: the label was right, or the part is a URL). Not part of equality: the
+    bytes are."""
 
     kind: ClassVar[MediaKind]
 
@@ -154,7 +166,15 @@ class MediaPart:
         if type(self) is MediaPart:
             raise TypeError("make an ImagePart, DocumentPart or AudioPart")
         media_type = self.media_type or (_guess_from_url(self.url) if self.url else "")
+        if self.data is not None and isinstance(self.data, bytes | bytearray | memoryview):
+            label = _well_formed(media_type) if isinstance(media_type, str) and media_type else ""
+            media_type, corrected = decide_media_type(label, bytes(self.data))
+            if corrected is not None:
+                object.__setattr__(self, "labelled_as", corrected)
         object.__setattr__(self, "media_type", _check_media_type(media_type, self.kind))
+        if self.labelled_as is not None:
+            label = _well_formed(str(self.labelled_as))
+            object.__setattr__(self, "labelled_as", None if label == self.media_type else label)
         if self.name is not None:
             object.__setattr__(self, "name", _clean_name(self.name))
         if self.data is not None:
@@ -187,8 +207,9 @@ class MediaPart:
         name: str | None = None,
         max_bytes: int = DEFAULT_MAX_PART_BYTES,
     ) -> MediaPart:
-        """The part holding the file at ``path``; its media type from ``media_type``,
-        else the file name, else its first bytes (:func:`sniff_media_type`).
+        """The part holding the file at ``path``; its media type decided from its
+        bytes (:func:`decide_media_type`), ``media_type`` (else the file name's type)
+        the label they are checked against.
 
         Raises :class:`PartTooLargeError` for a file over ``max_bytes`` (from its
         size, before reading; a file that grows while read is cut at
@@ -341,13 +362,13 @@ def part_from_file(
     by its media type (given, else from the file name, else its first bytes). Raises
     as :meth:`MediaPart.from_file`."""
     file = Path(path)
-    found = media_type or _guess_type(file.name)[0]
-    if found is None:
-        with file.open("rb") as stream:
-            found = sniff_media_type(stream.read(64))
+    label = media_type or _guess_type(file.name)[0]
+    with file.open("rb") as stream:
+        sniffed = sniff_media_type(stream.read(64))
+    found = label or sniffed
     if found is None:
         raise ValueError(f"cannot tell the media type of {file.name}: give it")
-    cls = media_class(found)
+    cls = media_class(sniffed or found)  # the bytes choose the class, as the type
     return cls.from_file(file, found, name=name, max_bytes=max_bytes)
 
 
@@ -356,8 +377,22 @@ def part_from_data_url(
 ) -> MediaPart:
     """The part a data URL holds, its class chosen by the media type; raises as
     :meth:`MediaPart.from_data_url`."""
-    media_type, _ = _split_data_url(url)
-    return media_class(media_type).from_data_url(url, name=name, max_bytes=max_bytes)
+    media_type, start = _split_data_url(url)
+    head = _data_url_head(url, start)
+    sniffed = sniff_media_type(head) if head is not None else None
+    cls = media_class(sniffed or media_type)  # the bytes choose the class, as the type
+    return cls.from_data_url(url, name=name, max_bytes=max_bytes)
+
+
+def _data_url_head(url: str, start: int) -> bytes | None:
+    """The first bytes of a base64 data URL (decoded from its first 88 characters),
+    or None when they are not base64."""
+    text = url[start : start + 88]
+    text = text[: len(text) - len(text) % 4]
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return None
 
 
 _MAGIC: tuple[tuple[bytes, int, str], ...] = (
@@ -385,12 +420,52 @@ def sniff_media_type(head: bytes) -> str | None:
     return None
 
 
+_SIGNED = frozenset({media_type for _, _, media_type in _MAGIC})
+"""The media types :func:`sniff_media_type` knows by their first bytes."""
+
+
+def decide_media_type(label: str, data: bytes) -> tuple[str, str | None]:
+    """``(media type, the label it corrects or None)`` for bytes labelled ``label``:
+    the bytes decide, the label is a hint.
+
+    * a ``text/*`` label stands when the bytes decode as UTF-8;
+    * bytes whose first bytes :func:`sniff_media_type` knows are that type (a
+      different label is returned as the one corrected);
+    * otherwise a label of a type with a known signature (``image/png`` over bytes
+      that are no PNG), an ``application/octet-stream`` or no label is a
+      ``ValueError``: an unknown binary type is never sent; any other label (a
+      type without a signature zett knows: HEIC, AAC...) stands.
+    """
+    normal = _normal_media_type(label) if label else ""
+    if normal.startswith("text/") and _is_utf8(data):
+        return normal, None
+    sniffed = sniff_media_type(data[:64])
+    if sniffed is not None:
+        return sniffed, (label if normal and normal != sniffed else None)
+    if not normal or normal == "application/octet-stream":
+        raise ValueError("cannot tell the media type of the bytes (no known signature): give it")
+    if normal in _SIGNED or normal.startswith("text/"):
+        what = "UTF-8 text" if normal.startswith("text/") else "of that type"
+        raise ValueError(f"the bytes labelled {normal} are not {what}")
+    return label, None
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def part_summary(part: Part) -> dict[str, Any]:
     """What a log or an event record shows of a part: its kind, media type, name, size
     and hash (or URL), never its bytes."""
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text}
     out: dict[str, Any] = {"type": part.kind, "media_type": part.media_type}
+    if part.labelled_as is not None:
+        out["labelled_as"] = part.labelled_as
     if part.name is not None:
         out["name"] = part.name
     if part.url is not None:
@@ -421,6 +496,8 @@ def part_to_dict(
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text}
     out: dict[str, Any] = {"type": part.kind, "media_type": part.media_type}
+    if part.labelled_as is not None:
+        out["labelled_as"] = part.labelled_as
     if part.name is not None:
         out["name"] = part.name
     if part.url is not None:
@@ -457,6 +534,8 @@ def part_from_dict(data: Mapping[str, Any], reader: BlobReader | None = None) ->
     name = data.get("name")
     if not isinstance(media_type, str) or not (name is None or isinstance(name, str)):
         raise ValueError(f"a stored {kind} part has no media type")
+    label = data.get("labelled_as")
+    labelled = label if isinstance(label, str) and label else None
     if isinstance(data.get("url"), str):
         return cls(media_type=media_type, url=data["url"], name=name)
     if isinstance(data.get("data"), str):
@@ -464,11 +543,18 @@ def part_from_dict(data: Mapping[str, Any], reader: BlobReader | None = None) ->
             raw = base64.b64decode(data["data"], validate=True)
         except (binascii.Error, ValueError):
             raise ValueError(f"a stored {kind} part's base64 is not valid") from None
-        return cls(media_type=media_type, data=raw, name=name)
+        return cls(media_type=media_type, data=raw, name=name, labelled_as=labelled)
     digest, size = data.get("blob"), data.get("size")
     if not isinstance(digest, str) or not isinstance(size, int) or isinstance(size, bool):
         raise ValueError(f"a stored {kind} part has neither data, a URL nor a blob")
-    return cls(media_type=media_type, name=name, sha256=digest, size=size, reader=reader)
+    return cls(
+        media_type=media_type,
+        name=name,
+        sha256=digest,
+        size=size,
+        reader=reader,
+        labelled_as=labelled,
+    )
 
 
 def parts_to_json(
@@ -488,13 +574,25 @@ def parts_from_json(data: Any, reader: BlobReader | None = None) -> tuple[Part, 
 # ---------------------------------------------------------------- checks
 
 
+def _normal_media_type(value: str) -> str:
+    """``value`` lowercased, without parameters, common aliases normalized."""
+    media_type = value.split(";", 1)[0].strip().lower()
+    return _ALIASES.get(media_type, media_type)
+
+
+def _well_formed(value: str) -> str:
+    """``value`` normalized (:func:`_normal_media_type`); ValueError unless it is a
+    bounded ``type/subtype``."""
+    media_type = _normal_media_type(value)
+    if len(media_type) > MAX_MEDIA_TYPE or not re.match(_MEDIA_TYPE, media_type):
+        raise ValueError(f"not a media type (type/subtype): {value[:80]!r}")
+    return media_type
+
+
 def _check_media_type(value: Any, kind: MediaKind) -> str:
     if not isinstance(value, str) or not value:
         raise ValueError(f"a {kind} part needs a media type (type/subtype)")
-    media_type = value.split(";", 1)[0].strip().lower()
-    media_type = _ALIASES.get(media_type, media_type)
-    if len(media_type) > MAX_MEDIA_TYPE or not re.match(_MEDIA_TYPE, media_type):
-        raise ValueError(f"not a media type (type/subtype): {value[:80]!r}")
+    media_type = _well_formed(value)
     if media_class(media_type).kind != kind:
         raise ValueError(f"{media_type} is not a media type of a {kind} part")
     return media_type

@@ -59,7 +59,9 @@ its own per native mode:
 ==================  ==========================================================
 OpenAI strict       (Chat ``response_format``, Responses ``text.format``,
                     ``strict: true``): every object ``additionalProperties:
-                    false`` and every property required.
+                    false`` and every property required; a ``$ref``
+                    beside other keywords is inlined (as the openai SDK's
+                    strict helper does).
                     :func:`openai_strict` adds the first and says None when a
                     schema cannot be strict (an optional property, a free-form
                     map): it is then sent with ``strict: false``.
@@ -465,12 +467,37 @@ ANTHROPIC_STRING_FORMATS = frozenset(
 
 
 def openai_strict(schema: Mapping[str, Any]) -> dict[str, Any] | None:
-    """A copy of ``schema`` for OpenAI's ``strict: true`` (every object closed with
-    ``additionalProperties: false``), or None when it cannot be strict: an object
-    with a property it does not require, or with ``additionalProperties`` other
-    than false (a map). Sources: OpenAI "Structured Outputs", supported schemas
-    (https://platform.openai.com/docs/guides/structured-outputs#supported-schemas)."""
+    """A copy of ``schema`` for OpenAI's ``strict: true``, or None when it cannot be
+    strict: an object with a property it does not require, or with
+    ``additionalProperties`` other than false (a map), or a ``$ref`` that does not
+    resolve inside the schema.
+
+    What the copy changes, each a rule of OpenAI "Structured Outputs", supported
+    schemas (https://platform.openai.com/docs/guides/structured-outputs#supported-schemas)
+    and done the same way by the pinned ``openai`` SDK's ``to_strict_json_schema``
+    (``openai/lib/_pydantic.py``; ``tests/test_strict_schemas_match_the_sdk.py``
+    compares the two):
+
+    * every object gets ``additionalProperties: false``;
+    * a ``$ref`` beside other keywords (pydantic writes ``{"$ref": ..., "description":
+      ...}`` for a described nested model field) is inlined: the target's keywords,
+      the node's own winning, then closed like any node; a bare ``$ref`` stays;
+    * an ``allOf`` of one schema is merged into its node;
+    * a ``default`` of None is dropped (the field is nullable already).
+    """
     ok = True
+    root = dict(schema)
+
+    def resolve(ref: Any) -> dict[str, Any] | None:
+        if not isinstance(ref, str) or not ref.startswith("#/"):
+            return None
+        target: Any = root
+        for key in ref[2:].split("/"):
+            key = key.replace("~1", "/").replace("~0", "~")
+            if not isinstance(target, dict) or key not in target:
+                return None
+            target = target[key]
+        return target if isinstance(target, dict) else None
 
     def close(node: Any, depth: int) -> Any:
         nonlocal ok
@@ -481,9 +508,21 @@ def openai_strict(schema: Mapping[str, Any]) -> dict[str, Any] | None:
             return [close(item, depth + 1) for item in node]
         if not isinstance(node, dict):
             return node
+        branches = node.get("allOf")
+        if isinstance(branches, list) and len(branches) == 1 and isinstance(branches[0], dict):
+            node = {**branches[0], **{k: v for k, v in node.items() if k != "allOf"}}
+        if "$ref" in node and len(node) > 1:
+            target = resolve(node["$ref"])
+            if target is None:
+                ok = False
+                return node
+            merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+            return close(merged, depth + 1)
         out = {
             k: close(v, depth + 1) if k != "enum" and k != "const" else v for k, v in node.items()
         }
+        if "default" in out and out["default"] is None:
+            del out["default"]
         if out.get("type") == "object" or isinstance(out.get("properties"), dict):
             extra = out.get("additionalProperties", False)
             if extra is not False:
@@ -494,7 +533,7 @@ def openai_strict(schema: Mapping[str, Any]) -> dict[str, Any] | None:
                 ok = False
         return out
 
-    closed = close(dict(schema), 0)
+    closed = close(root, 0)
     return closed if ok else None
 
 

@@ -278,8 +278,8 @@ class StructuredRun:
             candidates = [(c.arguments, c.name) for c in calls]
         else:
             candidates = [(message.text, None)]
-            if self.prefix:  # a resumed answer: alone, or joined to the cut-off text
-                candidates.append((self.prefix + message.text, None))
+            if self.prefix:  # a resumed answer: joined to the cut-off text, or alone
+                candidates.insert(0, (self.prefix + message.text, None))
         for candidate, tool in candidates:
             text = candidate
             try:

@@ -17,6 +17,8 @@
      │    └── UnexpectedContentError   a 2xx of a type that cannot be the wire's (HTML)
      ├── DecodeError          a body that no decoder can read (e.g. ``zett inspect``)
      ├── ResumeError          a session or history whose last answer cannot be resumed
+     ├── HistoryError         a history the provider's rules refuse, in a message zett did
+     │                        not produce (never rewritten: zett_agent.protocols._sendable)
      ├── SessionStoreError    a stored session that cannot be read or written as asked
      ├── PartTooLargeError    an image, document or audio part over the size limit
      ├── OutputValidationError  a structured answer failed validation after its retries
@@ -38,6 +40,7 @@ __all__ = [
     "ConfigError",
     "ContextOverflowError",
     "DecodeError",
+    "HistoryError",
     "MCPAuthorizationError",
     "OutputAttempt",
     "OutputValidationError",
@@ -150,6 +153,20 @@ class ResumeError(ZettError):
     def __init__(self, message: str, *, stop: Any = None) -> None:
         super().__init__(message)
         self.stop = stop
+
+
+class HistoryError(ZettError, ValueError):
+    """A history holds what the provider's documented request rules refuse, in an
+    assistant message zett did not produce by an interruption (a host's
+    ``history=``/``messages=``, a record without zett's ``origin``): zett repairs
+    only what it made itself, so nothing is sent. ``index`` is the message's place
+    in the request, ``rule`` the rule it breaks, ``protocol`` the wire protocol."""
+
+    def __init__(self, message: str, *, index: int, rule: str, protocol: str) -> None:
+        super().__init__(message)
+        self.index = index
+        self.rule = rule
+        self.protocol = protocol
 
 
 class SessionStoreError(ZettError):

@@ -23,6 +23,7 @@ from zett_agent.tools._approvals import (
     ApprovalRequest,
     Decision,
     pending_request,
+    refuse_while_pending,
 )
 from zett_agent.tools._definition import idempotent, is_idempotent
 
@@ -119,13 +120,16 @@ class DurableAgent:
         its result is returned (waiting for it if it is still going). A
         :class:`~zett_agent.UserMessage` prompt's large parts are put in
         the store's blobs first and the workflow's input refers to them by hash.
-        Raises :class:`~zett_agent.errors.ConfigError` before :func:`launch`."""
+        Raises :class:`~zett_agent.errors.ConfigError` before :func:`launch`,
+        :class:`~zett_agent.approvals.PendingApprovalError` while calls of the
+        session wait for approval (nothing is started or stored)."""
         runtime.require_launched()
         if run_id is not None and await DBOS.get_workflow_status_async(run_id) is not None:
             # it exists (e.g. recovered at launch after a crash): wait for it, as it is;
             # starting it again would make DBOS warn that its queue differs
             existing: WorkflowHandleAsync[str] = await DBOS.retrieve_workflow_async(run_id)
             return final_of(await existing.get_result())
+        await self._refuse_while_pending(session_id)
         given = await self._input(prompt, session_id)
         with SetWorkflowID(run_id or new_run_id()):
             handle = await DBOS.start_workflow_async(
@@ -140,12 +144,18 @@ class DurableAgent:
         and return its run id. Submitting a run id again changes nothing."""
         runtime.require_launched()
         run_id = run_id or new_run_id()
+        await self._refuse_while_pending(session_id)
         given = await self._input(prompt, session_id)
         with SetWorkflowID(run_id):
             await DBOS.enqueue_workflow_async(
                 runtime.QUEUE_NAME, runtime.run_workflow, self.name, session_id, given
             )
         return run_id
+
+    async def _refuse_while_pending(self, session_id: str) -> None:
+        """PendingApprovalError before anything starts when calls of the session wait
+        (the workflow checks again: a run queued from another process)."""
+        refuse_while_pending(session_id, [r.message for r in await self.store.rows(session_id)])
 
     async def _input(self, prompt: str | UserMessage | None, session_id: str) -> str | None:
         """The workflow's prompt input: the text, or a message's stored JSON

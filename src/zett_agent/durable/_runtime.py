@@ -39,7 +39,7 @@ from zett_agent.errors import ConfigError
 from zett_agent.sessions import SessionStore, SQLiteSessionStore, StoredRow, live_rows
 from zett_agent.sessions._base import messages_of
 from zett_agent.sessions._journal import started_calls
-from zett_agent.tools._approvals import ApprovalRequest
+from zett_agent.tools._approvals import ApprovalRequest, refuse_while_pending
 
 if TYPE_CHECKING:
     from zett_agent.durable._agent import DurableAgent
@@ -127,6 +127,7 @@ async def run_workflow(agent_name: str, session_id: str, prompt: str | None) -> 
 
     last = await step(f"{durable.name}.session", last_row)
     rows = live_rows([r for r in await store.rows(session_id) if r.seq <= last])
+    refuse_while_pending(session_id, [row.message for row in rows])  # calls wait: no prompt
     asked = prompt_of(prompt, store, session_id)
 
     def start(

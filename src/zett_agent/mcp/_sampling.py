@@ -121,7 +121,7 @@ async def sample(
         if isinstance(item, ModelResponse):
             response = item
     assert response is not None, "a model's stream ends with its response"
-    stop = response.stop or StopInfo(StopReason.END_TURN)
+    stop = response.stop_info  # normal ends too: their raw value says "stop sequence"
     meta = {STOP_META: stop.to_dict(fields=("reason", "raw", "category"))}
     return mcp_types.CreateMessageResult(
         role="assistant",

@@ -49,6 +49,7 @@ from zett_agent._messages import (
 )
 from zett_agent._messages import Usage as TokenUsage
 from zett_agent._parts import MediaPart, Part, TextPart
+from zett_agent.errors import ConfigError
 from zett_agent.protocols._base import Decoder, ErrorFields, ErrorShape, WireProtocol
 from zett_agent.protocols._body import (
     add_settings,
@@ -64,6 +65,7 @@ from zett_agent.protocols._body import (
     user_parts,
 )
 from zett_agent.protocols._builder import Pieces
+from zett_agent.protocols._sendable import sendable_record
 from zett_agent.stop import StopInfo, StopReason
 from zett_agent.vendors import Vendor
 
@@ -103,6 +105,32 @@ NESTED_OPTIONS = frozenset({"output_config", "thinking"})
 ``model_options`` inside them is merged key by key (``base.merge_options``)."""
 
 
+def _fit_thinking_budget(body: dict[str, Any], *, explicit: bool) -> None:
+    """Keep ``thinking.budget_tokens`` below ``max_tokens``, as Anthropic requires
+    ("budget_tokens must be less than max_tokens": the extended-thinking guide,
+    https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking, and the
+    SDK's ``ThinkingConfigEnabledParam.budget_tokens``).
+
+    With zett's default ``max_tokens`` (the request set none) it is raised to the
+    budget plus :data:`DEFAULT_MAX_TOKENS` of room for the answer; a ``max_tokens``
+    the host set is never changed: a budget that does not fit it is a
+    :class:`~zett_agent.errors.ConfigError` before anything is sent.
+    """
+    thinking = body.get("thinking")
+    if not isinstance(thinking, Mapping) or thinking.get("type") != "enabled":
+        return
+    budget = thinking.get("budget_tokens")
+    limit = body.get("max_tokens")
+    if not isinstance(budget, int) or not isinstance(limit, int) or budget < limit:
+        return
+    if explicit:
+        raise ConfigError(
+            f"Anthropic's thinking budget ({budget} tokens) must be less than max_tokens "
+            f"({limit}): raise max_tokens above the budget, or lower the budget"
+        )
+    body["max_tokens"] = budget + DEFAULT_MAX_TOKENS
+
+
 class AnthropicMessages(WireProtocol):
     """The Anthropic Messages API (name ``"anthropic"``)."""
 
@@ -118,7 +146,7 @@ class AnthropicMessages(WireProtocol):
         """
         system = [m.content for m in request.messages if isinstance(m, SystemMessage)]
         messages: list[dict[str, Any]] = []
-        for message in request.messages:
+        for index, message in enumerate(request.messages):
             if isinstance(message, UserMessage):
                 parts = user_parts(message, vendor)
                 last = messages[-1] if messages else None
@@ -143,7 +171,7 @@ class AnthropicMessages(WireProtocol):
                 else:
                     messages.append({"role": "user", "content": [block]})
             elif isinstance(message, AssistantMessage):
-                content = _assistant_content(message)
+                content = _assistant_content(message, index)
                 if content:
                     messages.append({"role": "assistant", "content": content})
         body: dict[str, Any] = {
@@ -165,6 +193,7 @@ class AnthropicMessages(WireProtocol):
         if request.prompt_cache:
             _cache_breakpoints(body)
         merge_options(body, request.extra_body, NESTED_OPTIONS)
+        _fit_thinking_budget(body, explicit=request.max_tokens is not None)
         return HTTPRequest(
             path="/v1/messages", body=body, response_format="sse" if request.stream else "json"
         )
@@ -268,6 +297,58 @@ def _cache_breakpoints(body: dict[str, Any]) -> None:
             return
 
 
+_SERVER_CALLS = frozenset({"server_tool_use", "mcp_tool_use"})
+_SUSPECT = frozenset({"thinking", "redacted_thinking", *_SERVER_CALLS})
+"""Block types a rule looks at: a record with none of them keeps every rule."""
+
+
+def record_rules(record: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, list[str]]:
+    """Anthropic's rules for an assistant message's content blocks, sent back
+    (:mod:`zett_agent.protocols._sendable`), each with the block left out when
+    it breaks it:
+
+    * a ``thinking`` block carries its ``signature`` (a stream cut inside the block
+      leaves ``""``: "Invalid signature in thinking block"; extended thinking,
+      https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking,
+      "preserving thinking blocks"), a ``redacted_thinking`` block its ``data``;
+    * a ``server_tool_use`` (or ``mcp_tool_use``) block is answered by its result
+      block (``*_tool_result`` with its id) in the same message (server tools,
+      https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/web-search-tool:
+      the result follows the use in the assistant turn; a cut between them is
+      rejected).
+
+    Signed, signature-only and redacted blocks that keep these are sent exactly."""
+    content = _record_content(record)
+    if content is None:
+        return record, []
+    kinds = [b.get("type") if isinstance(b, dict) else None for b in content]
+    if not _SUSPECT.intersection(kinds):  # the usual record: nothing to look at
+        return record, []
+    answered = {
+        b.get("tool_use_id")
+        for b, kind in zip(content, kinds, strict=True)
+        if isinstance(kind, str) and kind.endswith("_tool_result")
+    }
+    kept: list[Any] = []
+    repairs: list[str] = []
+    for n, (block, kind) in enumerate(zip(content, kinds, strict=True)):
+        if kind == "thinking" and not (
+            isinstance(block.get("signature"), str) and block["signature"]
+        ):
+            repairs.append(f"thinking block {n}: no signature (unfinished; left out)")
+        elif kind == "redacted_thinking" and not (
+            isinstance(block.get("data"), str) and block["data"]
+        ):
+            repairs.append(f"redacted_thinking block {n}: no data (left out)")
+        elif kind in _SERVER_CALLS and block.get("id") not in answered:
+            repairs.append(f"{kind} block {n} ({block.get('name')}): no result block (left out)")
+        else:
+            kept.append(block)
+    if not repairs:
+        return record, []
+    return ({**record, "content": kept} if kept else None), repairs
+
+
 def _record_content(record: Mapping[str, Any] | None) -> list[Any] | None:
     if not isinstance(record, Mapping) or record.get("protocol") != "anthropic":
         return None
@@ -275,8 +356,8 @@ def _record_content(record: Mapping[str, Any] | None) -> list[Any] | None:
     return list(content) if isinstance(content, list) else None
 
 
-def _assistant_content(message: AssistantMessage) -> list[dict[str, Any]]:
-    replay = _record_content(message.provider_record)
+def _assistant_content(message: AssistantMessage, index: int) -> list[dict[str, Any]]:
+    replay = _record_content(sendable_record(message, index, "anthropic", record_rules))
     if replay:
         return replay
     blocks: list[dict[str, Any]] = []
@@ -299,6 +380,9 @@ class AnthropicDecoder(Decoder):
     """
 
     error_shape = ErrorShape(code=())  # no code field; see error_fields
+
+    def record_rules(self, record: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, list[str]]:
+        return record_rules(record)
 
     def __init__(self, vendor: Vendor) -> None:
         super().__init__(vendor)

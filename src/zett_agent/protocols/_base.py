@@ -30,6 +30,7 @@ from zett_agent.errors import (
 )
 from zett_agent.protocols._body import _pick, as_code, as_text, retry_after_seconds
 from zett_agent.protocols._builder import ResponseBuilder
+from zett_agent.protocols._sendable import NOT_RESENT, OWN_STOPS
 from zett_agent.stop import StopInfo, StopReason
 from zett_agent.vendors import (
     Vendor,
@@ -208,12 +209,23 @@ class Decoder(ABC):
             body=body,
         )
 
+    def record_rules(self, record: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, list[str]]:
+        """The protocol's request rules for a record sent back
+        (:data:`~zett_agent.protocols._sendable.RecordRules`): by default none."""
+        return record, []
+
     def build(
         self, info: StopInfo, provider_record: Mapping[str, Any] | None = None
     ) -> ModelResponse:
-        """The response, with ``detail["malformed_events"]`` when pieces were skipped."""
+        """The response, with ``detail["malformed_events"]`` when pieces were skipped
+        and, for an answer a stop may have left unfinished, ``detail["not_resent"]``:
+        what of its record is left out when it is sent again (:meth:`record_rules`)."""
         if self.malformed:
             info = info.with_detail(malformed_events=self.malformed)
+        if provider_record is not None and info.reason in OWN_STOPS:
+            repairs = self.record_rules(provider_record)[1]
+            if repairs:
+                info = info.with_detail(**{NOT_RESENT: repairs})
         return self.builder.build(info, provider_record)
 
 

@@ -103,6 +103,7 @@ from zett_agent.protocols._body import (
     user_parts,
 )
 from zett_agent.protocols._builder import Pieces
+from zett_agent.protocols._sendable import sendable_record
 from zett_agent.stop import StopInfo, StopReason
 from zett_agent.vendors import Vendor
 
@@ -225,16 +226,47 @@ def _continuation_token(messages: Sequence[Message]) -> str | None:
     return token if paused and isinstance(token, str) and token else None
 
 
+_PART_METADATA = frozenset(
+    {"thought", "thoughtSignature", "videoMetadata", "partMetadata", "mediaResolution"}
+)
+"""Part fields that are not its data (``Part`` in https://ai.google.dev/api/caching#Part:
+"data" is a union field, one of ``text``, ``inlineData``, ``functionCall``...)."""
+
+
+def record_rules(record: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, list[str]]:
+    """Gemini's rule for a model turn sent back (:mod:`zett_agent.protocols._sendable`):
+    every part holds its data (``Part`` is a union of one data field, with metadata
+    such as ``thoughtSignature`` beside it, https://ai.google.dev/api/caching#Part;
+    a part of metadata alone is rejected), and the turn has a part left
+    (``Content.parts``). A part of metadata alone is left out."""
+    content = as_dict(record.get("content"))
+    parts = content.get("parts")
+    if not isinstance(parts, list):
+        return record, []
+    kept: list[Any] = []
+    repairs: list[str] = []
+    for n, part in enumerate(parts):
+        if isinstance(part, Mapping) and not set(part) - _PART_METADATA:
+            repairs.append(f"part {n}: no data, only {sorted(part) or 'nothing'} (left out)")
+            continue
+        kept.append(part)
+    if not repairs:
+        return record, []
+    if not kept:
+        return None, repairs
+    return {**record, "content": {**content, "parts": kept}}, repairs
+
+
 def _contents(request: ModelRequest, vendor: Vendor) -> list[dict[str, Any]]:
     contents: list[dict[str, Any]] = []
     call_ids: set[str] = set()  # ids Gemini gave its calls, to echo in functionResponse
-    for message in request.messages:
+    for index, message in enumerate(request.messages):
         if isinstance(message, UserMessage):
             given = user_parts(message, vendor)
             wire = _parts(message.content, given) if given else [{"text": message.content}]
             contents.append({"role": "user", "parts": wire})
         elif isinstance(message, AssistantMessage):
-            record = as_dict(message.provider_record)
+            record = as_dict(sendable_record(message, index, "gemini", record_rules))
             content = as_dict(record.get("content"))
             if record.get("protocol") == "gemini" and as_list(content.get("parts")):
                 for part in map(as_dict, content["parts"]):
@@ -300,6 +332,9 @@ class GeminiDecoder(Decoder):
     """Sans-IO decoder of one Gemini answer (``alt=sse`` chunks or a whole body)."""
 
     error_shape = ErrorShape(type=("error.status", "error.type"))  # status: "RESOURCE_EXHAUSTED"
+
+    def record_rules(self, record: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, list[str]]:
+        return record_rules(record)
 
     def __init__(self, vendor: Vendor) -> None:
         super().__init__(vendor)

@@ -68,6 +68,7 @@ from zett_agent.protocols._body import (
     stop,
     user_parts,
 )
+from zett_agent.protocols._sendable import sendable_record
 from zett_agent.stop import StopInfo, StopReason
 from zett_agent.vendors import Vendor, dig
 
@@ -116,7 +117,7 @@ class OpenAIChat(WireProtocol):
     def encode_request(self, request: ModelRequest, vendor: Vendor) -> HTTPRequest:
         body: dict[str, Any] = {
             "model": request.model,
-            "messages": [_encode_message(m, vendor) for m in request.messages],
+            "messages": [_encode_message(m, n, vendor) for n, m in enumerate(request.messages)],
             "stream": request.stream,
         }
         if request.stream:
@@ -156,7 +157,25 @@ def _recorded_message(record: Mapping[str, Any] | None) -> Mapping[str, Any] | N
     return message if isinstance(message, Mapping) else None
 
 
-def _encode_message(message: Message, vendor: Vendor) -> dict[str, Any]:
+def record_rules(record: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, list[str]]:
+    """Chat Completions' rule for an assistant message sent back
+    (:mod:`zett_agent.protocols._sendable`): it has ``content`` or ``tool_calls``
+    (``ChatCompletionAssistantMessageParam.content``: "Required unless
+    ``tool_calls`` or ``function_call`` is specified",
+    https://platform.openai.com/docs/api-reference/chat/create). A recorded message
+    with neither is left out (the encoder sends the message's text instead). Tool
+    calls without results are answered by the history repair (``_history.py``)."""
+    message = _recorded_message(record)
+    if message is None:
+        return record, []
+    if message.get("content") is None and not (
+        message.get("tool_calls") or message.get("function_call")
+    ):
+        return None, ["assistant message: neither content nor tool_calls (left out)"]
+    return record, []
+
+
+def _encode_message(message: Message, index: int, vendor: Vendor) -> dict[str, Any]:
     if isinstance(message, SystemMessage):
         return {"role": "system", "content": message.content}
     if isinstance(message, UserMessage):
@@ -171,7 +190,7 @@ def _encode_message(message: Message, vendor: Vendor) -> dict[str, Any]:
             if isinstance(part, TextPart) or line not in message.content:
                 text = f"{text}\n{line}" if text else line
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": text}
-    recorded = _recorded_message(message.provider_record)
+    recorded = _recorded_message(sendable_record(message, index, PROTOCOL, record_rules))
     if recorded is not None:
         return dict(recorded)
     return _assistant_dict(message.text, _tool_call_dicts(message.tool_calls))
@@ -227,6 +246,9 @@ _SHAPE_ERRORS = (TypeError, ValueError, AttributeError, KeyError, IndexError, Re
 
 class OpenAIChatDecoder(Decoder):
     """Reads ``chat.completion.chunk`` SSE events or one ``chat.completion`` body."""
+
+    def record_rules(self, record: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, list[str]]:
+        return record_rules(record)
 
     def __init__(self, vendor: Vendor) -> None:
         super().__init__(vendor)

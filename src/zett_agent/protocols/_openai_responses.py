@@ -73,6 +73,7 @@ from zett_agent.protocols._body import (
     stop,
     user_parts,
 )
+from zett_agent.protocols._sendable import is_zetts_own, sendable_record
 from zett_agent.stop import StopInfo, StopReason
 from zett_agent.vendors import Vendor
 
@@ -120,7 +121,7 @@ class OpenAIResponses(WireProtocol):
     def encode_request(self, request: ModelRequest, vendor: Vendor) -> HTTPRequest:
         system: list[str] = []
         items: list[Any] = []
-        for message in request.messages:
+        for index, message in enumerate(request.messages):
             if isinstance(message, SystemMessage):
                 system.append(message.content)
             elif isinstance(message, UserMessage):
@@ -137,13 +138,20 @@ class OpenAIResponses(WireProtocol):
                     }
                 )
             elif isinstance(message, AssistantMessage):
-                record = message.provider_record
+                record = sendable_record(message, index, self.name, record_rules)
                 if (
                     record
                     and record.get("protocol") == self.name
                     and isinstance(record.get("output"), list)
                 ):
                     items.extend(record["output"])
+                    if (
+                        message.text
+                        and is_zetts_own(message)
+                        and not _has_message(record["output"])
+                    ):
+                        # a cut answer: its text streamed, its message item never came
+                        items.append({"role": "assistant", "content": message.text})
                     continue
                 if message.text:
                     items.append({"role": "assistant", "content": message.text})
@@ -212,8 +220,42 @@ def _input_content(text: str, parts: tuple[Part, ...] | list[Part]) -> list[dict
     return out
 
 
+def record_rules(record: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, list[str]]:
+    """The Responses API's rule for output items sent back as input
+    (:mod:`zett_agent.protocols._sendable`): a ``reasoning`` item comes with the
+    item it led to, right after it ("Item 'rs_...' of type 'reasoning' was provided
+    without its required following item"; reasoning guide,
+    https://platform.openai.com/docs/guides/reasoning#keeping-reasoning-items-in-context:
+    pass back every item since the last user message, reasoning with its output).
+    A stream cut after a reasoning item and before the next item's
+    ``output_item.done`` leaves one alone: it is left out (the answer's text, if
+    any streamed, is sent as an assistant message by the encoder)."""
+    output = record.get("output")
+    if not isinstance(output, list):
+        return record, []
+    kept: list[Any] = []
+    repairs: list[str] = []
+    for n, item in enumerate(output):
+        if as_dict(item).get("type") == "reasoning":
+            following = [as_dict(o).get("type") for o in output[n + 1 :]]
+            if next((k for k in following if k != "reasoning"), None) is None:
+                repairs.append(f"reasoning item {n}: no following item (left out)")
+                continue
+        kept.append(item)
+    if not repairs:
+        return record, []
+    return ({**record, "output": kept} if kept else None), repairs
+
+
+def _has_message(output: list[Any]) -> bool:
+    return any(as_dict(item).get("type") == "message" for item in output)
+
+
 class ResponsesDecoder(Decoder):
     """Sans-IO decoder of one Responses answer (SSE events or a whole response object)."""
+
+    def record_rules(self, record: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, list[str]]:
+        return record_rules(record)
 
     def __init__(self, vendor: Vendor) -> None:
         super().__init__(vendor)

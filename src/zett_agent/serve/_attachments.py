@@ -37,7 +37,7 @@ from urllib.parse import quote
 from starlette.responses import Response
 
 from zett_agent._messages import ToolResultMessage, UserMessage
-from zett_agent._parts import MediaPart, Part, TextPart, media_class
+from zett_agent._parts import MediaPart, Part, TextPart, media_class, part_from_data_url
 from zett_agent._records import SessionEntry
 from zett_agent.errors import PartTooLargeError
 
@@ -93,8 +93,8 @@ def file_parts(
             raise RequestError("a file part needs a url and a mediaType")
         try:
             cls = media_class(media_type)
-            if url.startswith("data:"):
-                made = cls.from_data_url(url, name=name, max_bytes=left)
+            if url.startswith("data:"):  # the bytes choose the class and the type
+                made = part_from_data_url(url, name=name, max_bytes=left)
             elif (found := _STORED.match(url)) is not None:
                 if found["session"] != session_id:
                     raise ValueError("it names another session's part")

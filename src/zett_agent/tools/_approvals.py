@@ -58,6 +58,7 @@ __all__ = [
     "deny",
     "needs_approval",
     "pending_request",
+    "refuse_while_pending",
     "requires_approval",
 ]
 
@@ -226,6 +227,22 @@ def pending_request(entries: Sequence[object]) -> ApprovalRequest | None:
         if isinstance(entry, ApprovalRequest):
             return entry
     return None
+
+
+def refuse_while_pending(session_id: str, entries: Sequence[object]) -> None:
+    """The one rule for a new prompt (or a run on the history as it is) while calls
+    of the session wait for a decision: :class:`PendingApprovalError`, nothing
+    stored, the waiting calls never answered "not run" (they wait, nothing was
+    lost). :class:`~zett_agent.AgentClient` and a durable run raise it; ``zett
+    serve`` answers it 409."""
+    request = pending_request(entries)
+    if request is not None:
+        names = ", ".join(call.name for call in request.calls)
+        raise PendingApprovalError(
+            f"session {session_id!r}: tool calls wait for approval ({names}); "
+            "answer them with approve() before a new prompt or a resume",
+            request.calls,
+        )
 
 
 def describe_call(call: ToolCall) -> str:

@@ -12,8 +12,15 @@ Order for one run::
 While a tool call runs, the tool may report (:func:`tool_events`):
 TOOL_PROGRESS (how far it is), TOOL_LOG (a log message of its source, such as an
 MCP server's ``notifications/message``) and TOOL_INPUT_REQUESTED (it asks a
-person for input: an MCP elicitation), each between the call's
-TOOL_CALL_STARTED and its TOOL_CALL_COMPLETED, with ``data`` saying what.
+person for input: an MCP elicitation), SAMPLING_REQUESTED and SAMPLING_COMPLETED
+(an MCP server asked zett's model for a completion: ``data`` holds ``server``,
+``model``, and on completion ``usage``, ``cost_usd`` (None: unknown or not
+priced) and ``stop``; the spend counts in the run's ledger), each between the
+call's TOOL_CALL_STARTED and its TOOL_CALL_COMPLETED, with ``data`` saying what.
+
+GUARDRAIL_TRIPPED follows the MODEL_STOPPED of an answer a guardrail stopped
+(``event.stop``: REFUSAL, ``raw`` ``"guardrail:<name>"``; ``data``: ``guardrail``,
+``kind`` ``"input"`` or ``"output"``, ``reason``), then the run completes.
 
 MODEL_STOPPED comes right after MODEL_COMPLETED and only for an abnormal stop
 (``event.stop`` is set); a PAUSED step that is continued is not reported.
@@ -89,6 +96,9 @@ class AgentEventType(StrEnum):
     TOOL_PROGRESS = "tool_progress"
     TOOL_LOG = "tool_log"
     TOOL_INPUT_REQUESTED = "tool_input_requested"
+    SAMPLING_REQUESTED = "sampling_requested"
+    SAMPLING_COMPLETED = "sampling_completed"
+    GUARDRAIL_TRIPPED = "guardrail_tripped"
     MAX_TURNS_REACHED = "max_turns_reached"
     BUDGET_REACHED = "budget_reached"
     RUN_COMPLETED = "run_completed"
@@ -124,7 +134,9 @@ class AgentEvent:
         data: what a running tool reported (TOOL_PROGRESS: ``progress``,
             ``total``, ``message``; TOOL_LOG: ``level``, ``logger``, ``data``,
             ``server``; TOOL_INPUT_REQUESTED: the request, see
-            :class:`zett_agent.mcp.ElicitationRequest`), JSON values.
+            :class:`zett_agent.mcp.ElicitationRequest`; SAMPLING_*: ``server``,
+            ``model``, ``usage``, ``cost_usd``, ``stop``; GUARDRAIL_TRIPPED:
+            ``guardrail``, ``kind``, ``reason``), JSON values.
     """
 
     type: AgentEventType

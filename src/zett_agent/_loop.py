@@ -33,6 +33,7 @@ pass a :class:`~zett_agent.tools.ToolGate` (its rules, in their order, are in
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import datetime
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
@@ -48,6 +49,7 @@ from zett_agent._clock import loop_time
 from zett_agent._conversation import Conversation
 from zett_agent._events import _TOOL_EVENTS, AgentEvent, AgentEventType, DeltaEvents
 from zett_agent._exchange import ModelRequest, ModelResponse, TextDelta
+from zett_agent._guardrails import GuardrailKind, Tripped, as_guardrails, check_all, tripwire_stop
 from zett_agent._messages import (
     AssistantMessage,
     Message,
@@ -68,7 +70,7 @@ from zett_agent._recovery import (
 from zett_agent._resume import PartialAnswer, ResumePlan, is_cancellation, prefill_rejected
 from zett_agent._structured import Outcome, PartialOutputs, StructuredRun, Verdict
 from zett_agent._telemetry import Telemetry, log_step
-from zett_agent.model._budgets import RunBudget
+from zett_agent.model._budgets import BUDGET_NOT_RUN, CURRENT_LEDGER, RunBudget
 from zett_agent.model._model import ModelClient, stream_chunks
 from zett_agent.protocols._builder import apply_output_limit
 from zett_agent.stop import StopInfo, StopReason
@@ -160,6 +162,7 @@ class _Run:
             priced=self.config.cost,
             max_cost=self.config.max_cost,
             max_total_tokens=self.config.max_total_tokens,
+            parent=CURRENT_LEDGER.get(),  # a run started by a run's tool: one ledger
         )
         self.resuming = plan is not None
         self.tools = ToolGate(
@@ -178,6 +181,15 @@ class _Run:
         )
         self.screening = Screening()  # the last answer's calls, after the gate's rules 1-3
         self.end_after_tools = False  # a pause out of continuations: its calls, then end
+        self.budget_stop: AssistantMessage | None = None  # the marker of a crossed budget
+        self.input_guardrails = as_guardrails(self.config.input_guardrails)
+        self.output_guardrails = as_guardrails(self.config.output_guardrails)
+        # a durable run checks one step after another (its steps' order is replayed)
+        self.guard_concurrent = not getattr(agent, "guardrails_before_model", False)
+        self.guard_input: UserMessage | None = None  # the prompt the input guardrails check
+        self.guard: asyncio.Task[Tripped | None] | None = None  # input guardrails running
+        self.held: list[AgentEvent] = []  # deltas held until the input guardrails passed
+        self.tripped: tuple[Tripped, GuardrailKind] | None = None
 
     # ------------------------------------------------------------ the loop
 
@@ -198,6 +210,8 @@ class _Run:
             if prompt is not None:
                 asked = prompt if isinstance(prompt, UserMessage) else UserMessage(prompt)
                 await self.conversation.add(asked)
+                if self.input_guardrails:
+                    self.guard_input = asked
             if self.decided is not None:
                 async for event in self._run_decided(*self.decided):
                     yield event
@@ -215,9 +229,22 @@ class _Run:
                     break
                 self.step += 1
                 call = await self._next_call()
+                if self.guard_input is not None:  # beside the run's first model call
+                    await self._start_input_guard()
                 async with aclosing(self._call_model(call)) as streamed:
                     async for event in streamed:
                         yield event
+                if self.guard is not None and not call.prefill_refused:
+                    tripped = await self._input_verdict()
+                    if tripped is not None:  # final: no recovery, no tool, no retry
+                        final = await self._store_tripped(call, tripped)
+                        yield self.event(_E.MODEL_COMPLETED, message=final)
+                        yield self.event(_E.MODEL_STOPPED, stop=final.stop, message=final)
+                        yield self._tripped_event(final)
+                        break
+                    for event in self.held:  # passed: what was held back is shown
+                        yield event
+                    self.held.clear()
                 if call.prefill_refused:  # ask with a continuation turn instead
                     self.step -= 1  # the refused call does not count
                     await self.conversation.continue_without_prefill(self.agent.continue_prompt)
@@ -227,12 +254,18 @@ class _Run:
                     self._log_step(call, response)  # a failed call is a step too
                     yield self.event(_E.RUN_FAILED, error=call.error)
                     raise call.error
-                answer = await self._store_answer(call, response, judged=recovery is None)
+                answer = await self._store_answer(
+                    call, response, judged=recovery is None, step=step
+                )
                 final = self.recoveries.final(answer, recovery, final)
                 yield self.event(_E.MODEL_COMPLETED, message=answer)
                 stopped = answer.stop is not None and not answer.stop.ok  # abnormal only (seed)
                 if stopped and (step is not Step.CONTINUE or recovery is not None):
                     yield self.event(_E.MODEL_STOPPED, stop=answer.stop, message=answer)
+                if self.tripped is not None:  # an output guardrail: the run ends here
+                    final = answer
+                    yield self._tripped_event(answer)
+                    break
                 verdict, self.verdict = self.verdict, None
                 if verdict is not None:
                     step = _STEP_FOR[verdict.outcome] or step
@@ -244,6 +277,16 @@ class _Run:
                     if verdict.outcome is Outcome.ACCEPTED:
                         for message in verdict.messages:  # the output call's result
                             await self.conversation.add(message)
+
+                if step in (Step.RUN_TOOLS, Step.RETRY_OUTPUT) and answer.tool_calls:
+                    over = self._over_budget()
+                    if over is not None:  # the call that crossed finishes; its tools never start
+                        async for event in self._not_run_over_budget(answer, over):
+                            yield event
+                        final = self.budget_stop
+                        assert final is not None
+                        yield self.event(_E.BUDGET_REACHED, stop=final.stop, message=final)
+                        break
 
                 match step:
                     case Step.RUN_TOOLS:
@@ -279,6 +322,8 @@ class _Run:
             failure = exc
             raise
         finally:
+            if self.guard is not None:
+                self.guard.cancel()
             self.telemetry.end_run(
                 self.span,
                 final=final,
@@ -323,6 +368,7 @@ class _Run:
         deltas = DeltaEvents(self.run_id, self.step)  # one event per chunk: the hot path
         text = received.text
         partials = PartialOutputs(self.structured) if self.structured is not None else None
+        guard = self.guard
         try:
             # a Model passes each network chunk's events as one list: one hop per chunk
             async with aclosing(stream_chunks(call.model, call.request)) as stream:
@@ -330,13 +376,26 @@ class _Run:
                     for item in got if isinstance(got, list) else (got,):
                         if type(item) is TextDelta:
                             text.append(item.text)
-                            yield deltas.text(item.text)
+                            event = deltas.text(item.text)
                         elif isinstance(item, ModelResponse):
                             call.response = apply_output_limit(item, call.request.max_tokens)
                             continue
                         else:
                             received.add(item)
-                            yield deltas.of(item)
+                            event = deltas.of(item)
+                        if guard is not None:  # input guardrails running: hold back
+                            if guard.done() and _passed(guard):
+                                guard = None
+                                for held in self.held:
+                                    yield held
+                                self.held.clear()
+                            else:
+                                self.held.append(event)
+                                value = partials.feed(item) if partials is not None else None
+                                if value is not None:
+                                    self.held.append(self.event(_E.PARTIAL_OUTPUT, output=value))
+                                continue
+                        yield event
                         if partials is not None:
                             value = partials.feed(item)
                             if value is not None:
@@ -378,10 +437,11 @@ class _Run:
         return response, step, recovery
 
     async def _store_answer(
-        self, call: _Call, response: ModelResponse, *, judged: bool = True
+        self, call: _Call, response: ModelResponse, *, judged: bool = True, step: Step | None = None
     ) -> AssistantMessage:
         """``after_model`` hooks (not for a failed call), a structured run's verdict
-        (``judged``: no recovery acted on the answer), store, count usage, log."""
+        (``judged``: no recovery acted on the answer), the output guardrails (an
+        answer that would complete the run: ``step``), store, count usage, log."""
         if call.error is None:
             for extension in self.agent.extensions:
                 await _maybe_await(extension.after_model(response))
@@ -397,6 +457,13 @@ class _Run:
             if outputs:
                 kept = tuple(c for c in message.tool_calls if c not in outputs)
                 screened = message.replace(tool_calls=kept)
+        completes = (_STEP_FOR[self.verdict.outcome] if self.verdict else None) or step
+        if self.output_guardrails and judged and call.error is None and completes is Step.COMPLETE:
+            tripped = await self._check(self.output_guardrails, message)
+            if tripped is not None:  # replaces the answer; nothing of it is the result
+                self.tripped, self.verdict = (tripped, "output"), None
+                message = _tripped_answer(message, tripped, "output")
+                screened = message
         self.screening = self.tools.screen(screened, call.request, answered=repeated)
         if self.screening.not_offered:  # the host hears of calls the request never allowed
             stop = (message.stop or response.stop_info).with_detail(
@@ -405,7 +472,7 @@ class _Run:
             message = message.replace(stop=stop)
         answer = await self.conversation.add_answer(message, self.agent.model)
         self.usage = self.usage + answer.usage
-        self.budget.add(answer)
+        self.budget.add(answer, failed=call.error is not None)
         self._log_step(call, response)
         return answer
 
@@ -442,6 +509,93 @@ class _Run:
             for call in waiting:
                 yield self.event(_E.TOOL_APPROVAL_REQUESTED, tool_call=call, approval=self.pending)
 
+    async def _check(self, guardrails: Any, value: Any) -> Tripped | None:
+        """``guardrails`` on ``value``, their spend in this run's ledger."""
+        ledger = CURRENT_LEDGER.set(self.budget)
+        try:
+            return await check_all(guardrails, value, concurrent=self.guard_concurrent)
+        finally:
+            CURRENT_LEDGER.reset(ledger)
+
+    async def _start_input_guard(self) -> None:
+        """The input guardrails, as a task beside the first model call (in a
+        durable run: awaited before it)."""
+        asked, self.guard_input = self.guard_input, None
+        context = contextvars.copy_context()
+        task = asyncio.get_running_loop().create_task(
+            self._check(self.input_guardrails, asked), context=context
+        )
+        self.guard = task
+        if not self.guard_concurrent:
+            await asyncio.wait({task})
+
+    async def _input_verdict(self) -> Tripped | None:
+        """Wait for the input guardrails (the model's answer is in)."""
+        guard = self.guard
+        assert guard is not None
+        try:
+            return await guard
+        finally:
+            self.guard = None
+
+    async def _store_tripped(self, call: _Call, tripped: Tripped) -> AssistantMessage:
+        """The first answer, stopped by an input guardrail: stored without its
+        content, its usage counted; no hook, recovery or verdict acts on it."""
+        self.tripped = (tripped, "input")
+        if call.error is None and call.response is not None:
+            response = call.response
+            message = response.to_message(call.model.provider)
+            message = self.budget.priced_answer(message, call.request.model, call.at)
+        else:
+            assert call.error is not None
+            response = failed_call(call.error, call.model)
+            message = response.to_message(call.model.provider)
+        answer = _tripped_answer(message, tripped, "input")
+        self.telemetry.end_chat(call.span, response, error=call.error)
+        answer = await self.conversation.add_answer(answer, self.agent.model)
+        self.usage = self.usage + answer.usage
+        self.budget.add(answer, failed=call.error is not None)
+        self._log_step(call, response)
+        return answer
+
+    def _tripped_event(self, answer: AssistantMessage) -> AgentEvent:
+        assert self.tripped is not None
+        tripped, kind = self.tripped
+        data = {"guardrail": tripped.name, "kind": kind, "reason": tripped.reason}
+        return self.event(_E.GUARDRAIL_TRIPPED, stop=answer.stop, message=answer, data=data)
+
+    def _over_budget(self) -> AssistantMessage | None:
+        """The budget marker when a budget is used up and the host did not opt in
+        to finishing the crossing answer's tool calls
+        (``AgentRunConfig.finish_tools_over_budget``)."""
+        if self.config.finish_tools_over_budget:
+            return None
+        return self.budget.exhausted(self.model)
+
+    async def _not_run_over_budget(
+        self, answer: AssistantMessage, marker: AssistantMessage
+    ) -> AsyncIterator[AgentEvent]:
+        """The crossing answer's calls, answered without starting (calls rules 1-3
+        already answered keep that answer); the marker, naming them in
+        ``detail["not_run_tool_calls"]``, is stored as :attr:`budget_stop`."""
+        outputs = self.structured.output_calls(answer) if self.structured is not None else []
+        calls = [c for c in answer.tool_calls if c not in outputs]
+        answered = self.screening.answered
+        not_run: list[str] = []
+        start = len(self.conversation.messages)
+        for call in calls:
+            result = answered.get(call.id)
+            if result is None:
+                result = ToolResultMessage(call.id, call.name, BUDGET_NOT_RUN, is_error=True)
+                not_run.append(call.name)
+            await self.conversation.add(result)
+            yield self.event(_E.TOOL_CALL_COMPLETED, tool_call=call, tool_result=result)
+        self.conversation.order_results(start, [c.id for c in calls])
+        assert marker.stop is not None
+        stop = marker.stop.with_detail(not_run_tool_calls=not_run)
+        self.budget_stop = marker.replace(stop=stop)
+        await self.conversation.add(self.budget_stop)
+
     async def _gate_calls(
         self,
         calls: list[ToolCall],
@@ -459,9 +613,11 @@ class _Run:
             results[calls[index].id] = result
             await self.conversation.add(result)
 
+        ledger = CURRENT_LEDGER.set(self.budget)  # runs the tools start count here
         try:
             await self.tools.run(calls, self.span, keep, answered=answered)
         finally:
+            CURRENT_LEDGER.reset(ledger)
             self.conversation.order_results(start, [c.id for c in calls])
 
     async def _reporting(
@@ -640,7 +796,11 @@ class _Run:
             run_id=self.run_id,
             step=self.step,
         )
-        return await self.recoveries.ask(self.agent.extensions, context)
+        ledger = CURRENT_LEDGER.set(self.budget)  # a recovery's model calls count here
+        try:
+            return await self.recoveries.ask(self.agent.extensions, context)
+        finally:
+            CURRENT_LEDGER.reset(ledger)
 
     # ------------------------------------------------------------ events and requests
 
@@ -669,10 +829,14 @@ class _Run:
         )
         if self.structured is not None:  # the output: a native format, or output tools
             request = self.structured.prepare(request, self.model)
-        for extension in self.agent.extensions:
-            changed = await _maybe_await(extension.before_model(request))
-            if isinstance(changed, ModelRequest):
-                request = changed
+        ledger = CURRENT_LEDGER.set(self.budget)  # a hook's model calls count here
+        try:
+            for extension in self.agent.extensions:
+                changed = await _maybe_await(extension.before_model(request))
+                if isinstance(changed, ModelRequest):
+                    request = changed
+        finally:
+            CURRENT_LEDGER.reset(ledger)
         return request
 
     def _tool_choice(self) -> str | None:
@@ -683,6 +847,26 @@ class _Run:
         if forcing and self.config.reset_tool_choice and self.conversation.tools_ran():
             return None  # reset_tool_choice: once tools ran, the provider's auto
         return choice  # "none" stays: the host said no tool may run in this run
+
+
+def _passed(guard: asyncio.Task[Tripped | None]) -> bool:
+    """Whether the finished input guardrails all passed."""
+    return not guard.cancelled() and guard.exception() is None and guard.result() is None
+
+
+def _tripped_answer(
+    message: AssistantMessage, tripped: Tripped, kind: GuardrailKind
+) -> AssistantMessage:
+    """``message`` stopped by a guardrail: no text, reasoning, tool calls, output or
+    provider record; usage, cost and model kept (:mod:`zett_agent._guardrails`).
+    ``model_stop`` is the model's own stop when it was abnormal, else None."""
+    own = message.stop if message.stop is not None and not message.stop.ok else None
+    withheld = [call.name for call in message.tool_calls]
+    extra = {"withheld_tool_calls": withheld} if withheld else {}
+    stop = tripwire_stop(tripped, kind, own, **extra)
+    return message.replace(
+        text="", reasoning="", tool_calls=(), output=None, provider_record=None, stop=stop
+    )
 
 
 def _continued_by_its_calls(response: ModelResponse) -> ModelResponse:

@@ -128,7 +128,9 @@ class AgentEvent:
             run that ended for that, and each TOOL_APPROVAL_REQUESTED; None
             otherwise): the run-level outcome "awaiting approval", apart from why
             the model stopped.
-        usage, cost: the run's token counts and cost (RUN_COMPLETED).
+        usage, cost: the run's token counts and cost (RUN_COMPLETED): its ledger, every
+            model call the run caused (its answers, fallback attempts, summaries, MCP
+            sampling, subagents and background runs it started; cost None: not priced).
         output: a structured run's typed value (RUN_COMPLETED), or the value so
             far (PARTIAL_OUTPUT); None otherwise.
         data: what a running tool reported (TOOL_PROGRESS: ``progress``,

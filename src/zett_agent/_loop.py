@@ -327,7 +327,7 @@ class _Run:
             self.telemetry.end_run(
                 self.span,
                 final=final,
-                usage=self.usage,
+                usage=self.budget.usage,
                 steps=self.step,
                 recoveries=len(self.recoveries.records),
                 error=failure,
@@ -338,7 +338,7 @@ class _Run:
             message=final,
             stop=final.stop if final else None,
             approval=self.pending,
-            usage=self.usage,
+            usage=self.budget.usage,
             cost=self.budget.cost,
             output=final.output if final else None,
         )

@@ -181,7 +181,7 @@ class ContextCompaction(Extension):
         async for item in model.stream(request):
             if isinstance(item, ModelResponse):
                 text = item.text
-                charge(item.provider or model.provider, item.model or model.name, item.usage)
+                charge(item.provider or model.provider, item.model, item.usage, asked=model.name)
         return text.strip()
 
 

@@ -125,9 +125,10 @@ class Asks:
             def counted(response: ModelResponse) -> None:
                 cost = charge(
                     response.provider or model.provider,
-                    response.model or model.name,
+                    response.model,
                     response.usage,
                     active.ledger,
+                    asked=model.name,
                 )
                 spent["usage"] = asdict(response.usage)
                 spent["cost_usd"] = cost.usd if cost is not None else None

@@ -225,16 +225,27 @@ class RunBudget:
 
 
 def charge(
-    provider: str | None, model: str | None, usage: Usage, ledger: RunBudget | None = None
+    provider: str | None,
+    model: str | None,
+    usage: Usage,
+    ledger: RunBudget | None = None,
+    *,
+    asked: str | None = None,
 ) -> Cost | None:
     """Count one model call made on a run's behalf outside its loop (a summary, an
     MCP sampling request) in ``ledger`` (None: the current run's,
-    :data:`CURRENT_LEDGER`) and every ancestor's. Returns its cost when the run
-    prices (None: no run, or not priced)."""
+    :data:`CURRENT_LEDGER`) and every ancestor's. ``model`` is the model the
+    provider reported, ``asked`` the one asked for (priced when ``model`` has no
+    price: a gateway's own name). Returns its cost when the run prices (None: no
+    run, or not priced)."""
     ledger = ledger if ledger is not None else CURRENT_LEDGER.get()
     if ledger is None:
         return None
-    cost = price(provider, model, usage) if ledger.priced else None
+    cost: Cost | None = None
+    if ledger.priced:
+        cost = price(provider, model or asked, usage)
+        if cost.usd is None and asked and asked != model and not usage_missing(usage):
+            cost = price(provider, asked, usage)
     ledger.spend(usage, cost)
     return cost
 

@@ -271,6 +271,7 @@ def test_a_run_that_crashes_after_a_tripwire_keeps_the_verdict(tmp_path: Path) -
     """The input guardrail tripped on an answer holding a tool call; the worker dies
     right after the stored tripwire: the recovered run checks nothing again (the
     verdict is a step), runs no tool, and ends on the same stop."""
+
     def script() -> list[Reply]:
         return [chat("Noting it first.", (("c1", "note", '{"text": "a"}'),), "tool_calls")]
 

@@ -55,7 +55,7 @@ def without_usage(chunks: list[bytes]) -> list[bytes]:
     for chunk in chunks:
         lines = []
         for line in chunk.decode().split("\n"):
-            head, _, data = line.partition("data: ") if line.startswith("data: ") else ("", "", "")
+            data = line[len("data: ") :] if line.startswith("data: ") else ""
             if data and data.strip().startswith("{"):
                 lines.append("data: " + json.dumps(_strip(json.loads(data))))
             elif line.strip().startswith("{"):

@@ -5,13 +5,17 @@ a sync or async callable, an agent, or a :class:`Guardrail` naming one. A check
 returns None (or True) to pass, or a :class:`Tripwire` (or False) to stop the run:
 
 ==================  ===========================================================
-input guardrails    given the run's prompt (the :class:`~zett_agent.UserMessage`;
-                    an agent gets its text). They start with the run's first
-                    model call and run concurrently with it and with each other;
-                    no tool call of that answer starts, and the answer is not
-                    the run's result, before every input guardrail has passed.
-                    A run without a new prompt (an approval's continuation, a
-                    resume) has no input to check: none runs.
+input guardrails    given the run's input: its prompt, or the user message a
+                    stored history ends with (``zett serve`` stores the question
+                    first), a :class:`~zett_agent.UserMessage` (an agent gets
+                    its text). They start with the run's first model call and
+                    run concurrently with it and with each other; no tool call
+                    of that answer starts, and the answer is not the run's
+                    result, before every input guardrail has passed. A run that
+                    brings no new input (an approval's continuation, a resume)
+                    has none to check: none runs. The deltas the model streams
+                    meanwhile are held back: shown once every input guardrail
+                    passed, never when one tripped.
 output guardrails   given the answer that would end the run normally (an
                     :class:`~zett_agent.AssistantMessage`: ``text``, and
                     ``output`` for a typed run, after ``output_validators``;

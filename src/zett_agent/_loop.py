@@ -210,8 +210,7 @@ class _Run:
             if prompt is not None:
                 asked = prompt if isinstance(prompt, UserMessage) else UserMessage(prompt)
                 await self.conversation.add(asked)
-                if self.input_guardrails:
-                    self.guard_input = asked
+            self.guard_input = self._guarded_input()
             if self.decided is not None:
                 async for event in self._run_decided(*self.decided):
                     yield event
@@ -508,6 +507,17 @@ class _Run:
             self.pending = ApprovalRequest(tuple(waiting), self.run_id)
             for call in waiting:
                 yield self.event(_E.TOOL_APPROVAL_REQUESTED, tool_call=call, approval=self.pending)
+
+    def _guarded_input(self) -> UserMessage | None:
+        """What the input guardrails check: the run's prompt, or (a run on a
+        stored history, as serve starts one) the user message the history ends
+        with; None for a run that brings no new input (an approval's
+        continuation, a resume) or without input guardrails."""
+        if not self.input_guardrails or self.decided is not None or self.resuming:
+            return None
+        messages = self.conversation.messages
+        last = messages[-1] if messages else None
+        return last if isinstance(last, UserMessage) else None
 
     async def _check(self, guardrails: Any, value: Any) -> Tripped | None:
         """``guardrails`` on ``value``, their spend in this run's ledger."""

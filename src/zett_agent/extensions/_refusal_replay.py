@@ -11,8 +11,9 @@ produced before a refusal as incomplete and discarding it
 
 Only the outgoing request changes: the message stays in stored history and on
 screen. A guardrail's tripwire (``stop.category == "guardrail"``) is not the
-model's refusal and holds no model output: this extension leaves it alone. Dropping a message can leave two user messages in a row; providers
-differ in whether they accept that.
+model's refusal and holds no model output: this extension leaves it alone.
+Dropping a message can leave two user messages in a row; providers differ in
+whether they accept that.
 """
 
 from __future__ import annotations

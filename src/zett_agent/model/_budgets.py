@@ -102,7 +102,7 @@ class RunBudget:
         self.max_cost = max_cost
         self.max_total_tokens = max_total_tokens
         self.parent = parent
-        self.priced = priced or max_cost is not None or (parent is not None and parent.priced)
+        self.priced: bool = priced or max_cost is not None or (parent is not None and parent.priced)
         self.usage = Usage()
         self.cost: Cost | None = Cost(0.0) if self.priced else None
         self.unknown_usage: str | None = None  # why some spend has no usage, if any did

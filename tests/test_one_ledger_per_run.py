@@ -24,6 +24,7 @@ from zett_agent import (
     ModelRequest,
     StopReason,
     SubAgent,
+    ToolCall,
     Usage,
     UserMessage,
     create_agent,
@@ -292,7 +293,6 @@ async def test_mcp_sampling_spend_is_counted_and_reported() -> None:
     import sys
 
     from mcp_helpers import SERVERS, need_mcp
-    from zett_agent import ToolCall
     from zett_agent.testing import ScriptedModel, reply
 
     need_mcp()
@@ -328,3 +328,69 @@ async def test_mcp_sampling_spend_is_counted_and_reported() -> None:
     # hold the sampling call's (before, the run reported only its own answers)
     assert final.usage is not None and final.usage.input_tokens == 10
     assert final.cost is not None and final.cost.usd is None
+
+
+async def test_a_summary_made_by_the_model_is_counted() -> None:
+    from zett_agent import ContextCompaction, ToolResultMessage
+    from zett_agent._messages import AssistantMessage
+    from zett_agent.testing import ScriptedModel, reply
+
+    history: list[Any] = []
+    for n in range(6):
+        history += [
+            UserMessage(f"weather in city {n}?"),
+            AssistantMessage("", (ToolCall(f"c{n}", "weather", "{}"),)),
+            ToolResultMessage(f"c{n}", "weather", "sunny"),
+            AssistantMessage(f"city {n} is sunny"),
+        ]
+    used = Usage(100, 20)
+    model = ScriptedModel(
+        reply("", stop=StopReason.CONTEXT_FULL, usage=Usage(10, 0)),
+        reply("They were all sunny.", usage=used),  # the summary
+        reply("ok", usage=Usage(10, 2)),
+    )
+    agent = await create_agent(model, extensions=[ContextCompaction(summarize="model")])
+    done = [event async for event in agent.stream("next", history=history)][-1]
+    assert len(model.requests) == 3
+    assert done.usage == Usage(10, 0) + used + Usage(10, 2)
+
+
+async def test_a_background_runs_spend_counts_toward_the_run_that_started_it() -> None:
+    import anyio
+
+    from zett_agent import BackgroundTasks
+    from zett_agent.testing import ScriptedModel, reply
+
+    child = await create_agent(ScriptedModel(reply("Found 3 sources.", usage=Usage(40, 10))))
+    researcher = SubAgent(child, name="researcher", description="Finds sources.")
+    parent_model = ScriptedModel(
+        reply(
+            "",
+            [
+                ToolCall("b1", "start_researcher", '{"task": "look"}'),
+                ToolCall("w1", "await_tasks", "{}"),
+            ],
+            usage=Usage(10, 5),
+        ),
+        reply("Never asked.", usage=Usage(10, 5)),
+    )
+    async with BackgroundTasks() as tasks:
+
+        async def await_tasks() -> str:
+            """Wait for background tasks."""
+            with anyio.fail_after(10):
+                await tasks.wait_all()
+            return "all done"
+
+        parent = await create_agent(
+            parent_model,
+            AgentRunConfig(max_total_tokens=50, parallel_tools=False),
+            tools=[tasks.tool(researcher), await_tasks],
+        )
+        done = [event async for event in parent.stream("research in the background")][-1]
+    # 15 of the parent's own + 50 of the background child's: the budget of 50 is
+    # used up before the parent's second call
+    assert len(parent_model.requests) == 1
+    assert done.message is not None and done.message.stop is not None
+    assert done.message.stop.raw == "max_total_tokens"
+    assert done.usage == Usage(50, 15)

@@ -4,10 +4,13 @@ Order for one run::
 
     RUN_STARTED
     ( MODEL_STARTED (TEXT_DELTA | REASONING_DELTA | TOOL_CALL_DELTA | PARTIAL_OUTPUT)*
-      MODEL_COMPLETED [MODEL_STOPPED] [OUTPUT_INVALID]
+      MODEL_COMPLETED [MODEL_STOPPED [GUARDRAIL_TRIPPED]] [OUTPUT_INVALID]
       TOOL_CALL_STARTED* TOOL_CALL_COMPLETED* TOOL_APPROVAL_REQUESTED* )*
-    [MAX_TURNS_REACHED]
+    [MAX_TURNS_REACHED | BUDGET_REACHED]
     RUN_COMPLETED | RUN_FAILED
+
+(The answer that crossed a budget: its calls' TOOL_CALL_COMPLETED, "not run", with
+no TOOL_CALL_STARTED, then BUDGET_REACHED.)
 
 While a tool call runs, the tool may report (:func:`tool_events`):
 TOOL_PROGRESS (how far it is), TOOL_LOG (a log message of its source, such as an

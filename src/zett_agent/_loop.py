@@ -18,6 +18,16 @@ few named steps, until a step ends the run or ``max_turns`` is reached:
                     COMPLETE: end unless a stop hook vetoes; END: end
 ==================  ==========================================================
 
+Guardrails (:mod:`zett_agent._guardrails`): the input guardrails start beside the
+run's first ``_call_model`` (its deltas held back meanwhile) and are awaited before
+``_settle``; a tripwire stores the answer with the guardrail's stop
+(``_store_tripped``) and ends the run, no step of the table acting on it. Output
+guardrails run in ``_store_answer`` on an answer that would COMPLETE the run.
+
+Budgets (:mod:`zett_agent.model._budgets`): checked before each call like
+``max_turns``, and after an answer whose step is RUN_TOOLS: when that answer crossed
+a budget its calls are answered "not run" and the run ends (``_not_run_over_budget``).
+
 A structured run (``output_type``) judges each answer before it is stored
 (:meth:`~zett_agent._structured.StructuredRun.judge`; the stop decides first) and the
 verdict can change the step: ACCEPTED completes, STOPPED ends, RETRY sends the

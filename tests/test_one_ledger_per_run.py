@@ -394,3 +394,30 @@ async def test_a_background_runs_spend_counts_toward_the_run_that_started_it() -
     assert done.message is not None and done.message.stop is not None
     assert done.message.stop.raw == "max_total_tokens"
     assert done.usage == Usage(50, 15)
+
+
+def test_zett_run_max_cost_starts_no_tool_of_the_crossing_answer() -> None:
+    import os
+    import subprocess
+    import sys
+
+    body = b"".join(_calls(3)).replace(b'"write_note"', b'"get_time"')
+    body = body.replace(b'{\\"text\\": ', b'{\\"timezone\\": ')
+    with ReplayServer([Reply([body], content_type="text/event-stream")]) as server:
+        env = {**os.environ, "ZETT_ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "k"}
+        done = subprocess.run(
+            [
+                sys.executable, "-m", "zett_agent.cli", "run", "--json", "--tools", "demo",
+                "--model", "anthropic:claude-sonnet-4-5", "--max-cost", "0.0001", "what time?",
+            ],
+            env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    assert done.returncode == 10, done.stderr  # EXIT_CODES["max_cost"], as before
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    kinds = [r["type"] for r in records]
+    assert "tool_call_started" not in kinds
+    results = [r["tool_result"]["content"] for r in records if r["type"] == "tool_call_completed"]
+    assert results == [BUDGET_NOT_RUN] * 3
+    assert records[-1]["stop"]["raw"] == "max_cost"
+    assert records[-1]["stop"]["detail"]["not_run_tool_calls"] == ["get_time"] * 3
+    assert len(server.requests) == 1

@@ -55,6 +55,35 @@ def _tool_answer_body(wire: str) -> dict[str, Any]:
             ],
             "stop_reason": "tool_use", "usage": {"input_tokens": 10, "output_tokens": 5},
         }  # fmt: skip
+    if wire == "gemini":
+        return {
+            "candidates": [{
+                "content": {"role": "model", "parts": [
+                    {"text": "Writing."}, {"functionCall": {"name": "write_note", "args": args}},
+                ]},
+                "finishReason": "STOP",
+            }],
+            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5},
+        }  # fmt: skip
+    if wire == "openai-responses":
+        return {
+            "id": "resp_1", "object": "response", "status": "completed", "model": "gpt-x",
+            "output": [
+                {"type": "message", "id": "m1", "role": "assistant", "status": "completed",
+                 "content": [{"type": "output_text", "text": "Writing.", "annotations": []}]},
+                {"type": "function_call", "id": "fc1", "call_id": "call_1",
+                 "name": "write_note", "arguments": json.dumps(args), "status": "completed"},
+            ],
+            "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15},
+        }  # fmt: skip
+    if wire == "ollama":
+        return {
+            "model": "m", "created_at": "2026-01-15T00:00:00Z", "done": True,
+            "done_reason": "stop", "prompt_eval_count": 10, "eval_count": 5,
+            "message": {"role": "assistant", "content": "Writing.", "tool_calls": [
+                {"function": {"name": "write_note", "arguments": args}},
+            ]},
+        }  # fmt: skip
     assert wire == "openai-chat"
     return {
         "id": "c1", "object": "chat.completion", "model": "gpt-x",
@@ -72,7 +101,7 @@ def _tool_answer_body(wire: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
-CASES = [(wire, True) for wire in sorted(WIRES)] + [("anthropic", False), ("openai-chat", False)]
+CASES = [(wire, stream) for wire in sorted(WIRES) for stream in (True, False)]
 
 
 @pytest.mark.parametrize(("wire", "stream"), CASES)

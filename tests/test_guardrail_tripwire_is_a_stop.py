@@ -126,7 +126,7 @@ async def test_a_tripwire_while_the_answer_holds_a_tool_call_runs_nothing(
             model,
             AgentRunConfig(input_guardrails=[slow_tripwire]),
             tools=[write_note],
-            extensions=[RefusalFallback(make)],
+            extensions=[RefusalFallback(make, model="another-model")],
         )
         events = [event async for event in agent.stream("write a note")]
         await agent.aclose()

@@ -421,3 +421,59 @@ def test_zett_run_max_cost_starts_no_tool_of_the_crossing_answer() -> None:
     assert records[-1]["stop"]["raw"] == "max_cost"
     assert records[-1]["stop"]["detail"]["not_run_tool_calls"] == ["get_time"] * 3
     assert len(server.requests) == 1
+
+
+@pytest.mark.mcp
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+async def test_mcp_sampling_is_refused_once_the_budget_is_reached() -> None:
+    import sys
+
+    from mcp_helpers import SERVERS, need_mcp
+    from zett_agent.testing import ScriptedModel, reply
+
+    need_mcp()
+    from zett_agent.mcp import MCPServer, MCPTools
+
+    server = MCPServer.stdio(
+        sys.executable, "-W", "ignore", str(SERVERS / "asking_server.py"), mode="legacy",
+        sampling=2,
+    )  # fmt: skip
+    sampler = ScriptedModel()  # never asked
+    async with MCPTools([server], sampling_model=sampler) as tools:
+        call = ToolCall("c1", "summarize", '{"text": "a long text"}')
+        config = AgentRunConfig(max_total_tokens=10, finish_tools_over_budget=True)
+        parent = ScriptedModel(reply(tool_calls=[call], usage=Usage(10, 5)))
+        agent = await create_agent(parent, config)
+        tools.attach(agent)
+        events = [event async for event in agent.stream("go")]
+        await agent.aclose()
+    [result] = [e.tool_result for e in events if e.type is AgentEventType.TOOL_CALL_COMPLETED]
+    assert result is not None and "the run's budget was reached" in result.content
+    assert sampler.requests == []
+    assert AgentEventType.SAMPLING_REQUESTED not in [e.type for e in events]
+
+
+async def test_a_retry_a_recovery_sent_is_counted_with_the_answer_it_replaced() -> None:
+    from zett_agent import RefusalFallback
+
+    w = WIRES["anthropic"]
+    refusal = [c.replace(b'"end_turn"', b'"refusal"') for c in w.answer(["No."])]
+    with (
+        ReplayServer([w.reply(refusal)]) as first,
+        ReplayServer([w.reply(w.answer(["Yes."]))]) as second,
+    ):
+        model = Model("anthropic", "claude-sonnet-4-5", base_url=first.url, api_key="k")
+        other = Model("anthropic", "claude-haiku-4-5", base_url=second.url, api_key="k")
+        agent = await create_agent(
+            model,
+            AgentRunConfig(max_cost=1.0),
+            extensions=[RefusalFallback(lambda n: other, model="claude-haiku-4-5")],
+        )
+        done = [event async for event in agent.stream("hi")][-1]
+        await agent.aclose()
+        await other.aclose()
+    assert done.message is not None and done.message.text == "Yes."
+    assert done.usage == Usage(20, 10)  # the superseded refusal was billed too
+    # Sonnet 4.5's refusal ($3 / $15 per M) and Haiku 4.5's answer ($1 / $5 per M)
+    assert done.cost is not None
+    assert done.cost.usd == pytest.approx(10 * 3e-6 + 5 * 15e-6 + 10 * 1e-6 + 5 * 5e-6)

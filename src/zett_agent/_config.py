@@ -139,9 +139,9 @@ class AgentRunConfig:
     cost: bool = False
     max_cost: float | None = None
     max_total_tokens: int | None = None
-    finish_tools_over_budget: bool = False
     output_mode: OutputMode = "auto"
     output_retries: int = DEFAULT_OUTPUT_RETRIES
     output_validators: Sequence[OutputValidator] = ()
     input_guardrails: Sequence[Any] = ()
     output_guardrails: Sequence[Any] = ()
+    finish_tools_over_budget: bool = False

@@ -41,25 +41,35 @@ counted in the run's ledger (:mod:`zett_agent.model._budgets`).
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import anyio
 
 from zett_agent._await import maybe_await as _maybe_await
+from zett_agent.model._budgets import CURRENT_LEDGER
 from zett_agent.stop import StopInfo, StopReason
+
+if TYPE_CHECKING:
+    from zett_agent._messages import AssistantMessage
+    from zett_agent.model._budgets import RunBudget
 
 __all__ = [
     "GUARDRAIL_CATEGORY",
     "Guardrail",
     "GuardrailCheck",
     "GuardrailKind",
+    "InputGuard",
     "Tripped",
     "Tripwire",
     "as_guardrails",
     "check_all",
+    "checked",
+    "tripped_answer",
     "tripwire_stop",
 ]
 
@@ -205,4 +215,67 @@ def tripwire_stop(
             "model_stop": model_stop.to_dict() if model_stop is not None else None,
             **detail,
         },
+    )
+
+
+async def checked(
+    guardrails: Sequence[Guardrail], value: Any, ledger: RunBudget, *, concurrent: bool
+) -> Tripped | None:
+    """:func:`check_all`, with the spend of guardrails that are agents counted in
+    ``ledger`` (the run's)."""
+    token = CURRENT_LEDGER.set(ledger)
+    try:
+        return await check_all(guardrails, value, concurrent=concurrent)
+    finally:
+        CURRENT_LEDGER.reset(token)
+
+
+class InputGuard:
+    """A run's input guardrails, checking beside its first model call: the task,
+    and the events held back until every guardrail has passed (``held``)."""
+
+    def __init__(
+        self, guardrails: Sequence[Guardrail], value: Any, ledger: RunBudget, *, concurrent: bool
+    ) -> None:
+        self.task = asyncio.get_running_loop().create_task(
+            checked(guardrails, value, ledger, concurrent=concurrent),
+            context=contextvars.copy_context(),
+        )
+        self.held: list[Any] = []
+
+    @property
+    def passed(self) -> bool:
+        """Whether every guardrail has passed (False while any is still checking)."""
+        task = self.task
+        return (
+            task.done()
+            and not task.cancelled()
+            and task.exception() is None
+            and (task.result() is None)
+        )
+
+    async def wait(self) -> None:
+        """Until the verdict is in."""
+        await asyncio.wait({self.task})
+
+    async def verdict(self) -> Tripped | None:
+        """The first tripwire, or None when every guardrail passed."""
+        return await self.task
+
+    def cancel(self) -> None:
+        self.task.cancel()
+
+
+def tripped_answer(
+    message: AssistantMessage, tripped: Tripped, kind: GuardrailKind
+) -> AssistantMessage:
+    """``message`` stopped by a guardrail: no text, reasoning, tool calls, output or
+    provider record; usage, cost and model kept. ``model_stop`` is the model's own
+    stop when it was abnormal, else None."""
+    own = message.stop if message.stop is not None and not message.stop.ok else None
+    withheld = [call.name for call in message.tool_calls]
+    extra = {"withheld_tool_calls": withheld} if withheld else {}
+    stop = tripwire_stop(tripped, kind, own, **extra)
+    return message.replace(
+        text="", reasoning="", tool_calls=(), output=None, provider_record=None, stop=stop
     )

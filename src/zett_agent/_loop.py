@@ -43,7 +43,6 @@ pass a :class:`~zett_agent.tools.ToolGate` (its rules, in their order, are in
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import datetime
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
@@ -59,7 +58,14 @@ from zett_agent._clock import loop_time
 from zett_agent._conversation import Conversation
 from zett_agent._events import _TOOL_EVENTS, AgentEvent, AgentEventType, DeltaEvents
 from zett_agent._exchange import ModelRequest, ModelResponse, TextDelta
-from zett_agent._guardrails import GuardrailKind, Tripped, as_guardrails, check_all, tripwire_stop
+from zett_agent._guardrails import (
+    GuardrailKind,
+    InputGuard,
+    Tripped,
+    as_guardrails,
+    checked,
+    tripped_answer,
+)
 from zett_agent._messages import (
     AssistantMessage,
     Message,
@@ -197,8 +203,7 @@ class _Run:
         # a durable run checks one step after another (its steps' order is replayed)
         self.guard_concurrent = not getattr(agent, "guardrails_before_model", False)
         self.guard_input: UserMessage | None = None  # the prompt the input guardrails check
-        self.guard: asyncio.Task[Tripped | None] | None = None  # input guardrails running
-        self.held: list[AgentEvent] = []  # deltas held until the input guardrails passed
+        self.guard: InputGuard | None = None  # input guardrails checking, deltas held
         self.tripped: tuple[Tripped, GuardrailKind] | None = None
 
     # ------------------------------------------------------------ the loop
@@ -244,16 +249,16 @@ class _Run:
                     async for event in streamed:
                         yield event
                 if self.guard is not None and not call.prefill_refused:
-                    tripped = await self._input_verdict()
+                    guard, self.guard = self.guard, None
+                    tripped = await guard.verdict()
                     if tripped is not None:  # final: no recovery, no tool, no retry
                         final = await self._store_tripped(call, tripped)
                         yield self.event(_E.MODEL_COMPLETED, message=final)
                         yield self.event(_E.MODEL_STOPPED, stop=final.stop, message=final)
                         yield self._tripped_event(final)
                         break
-                    for event in self.held:  # passed: what was held back is shown
+                    for event in guard.held:  # passed: what was held back is shown
                         yield event
-                    self.held.clear()
                 if call.prefill_refused:  # ask with a continuation turn instead
                     self.step -= 1  # the refused call does not count
                     await self.conversation.continue_without_prefill(self.agent.continue_prompt)
@@ -392,17 +397,17 @@ class _Run:
                         else:
                             received.add(item)
                             event = deltas.of(item)
-                        if guard is not None:  # input guardrails running: hold back
-                            if guard.done() and _passed(guard):
-                                guard = None
-                                for held in self.held:
+                        if guard is not None:  # input guardrails checking: hold back
+                            if guard.passed:
+                                for held in guard.held:
                                     yield held
-                                self.held.clear()
+                                guard.held.clear()
+                                guard = None
                             else:
-                                self.held.append(event)
+                                guard.held.append(event)
                                 value = partials.feed(item) if partials is not None else None
                                 if value is not None:
-                                    self.held.append(self.event(_E.PARTIAL_OUTPUT, output=value))
+                                    guard.held.append(self.event(_E.PARTIAL_OUTPUT, output=value))
                                 continue
                         yield event
                         if partials is not None:
@@ -468,10 +473,12 @@ class _Run:
                 screened = message.replace(tool_calls=kept)
         completes = (_STEP_FOR[self.verdict.outcome] if self.verdict else None) or step
         if self.output_guardrails and judged and call.error is None and completes is Step.COMPLETE:
-            tripped = await self._check(self.output_guardrails, message)
+            tripped = await checked(
+                self.output_guardrails, message, self.budget, concurrent=self.guard_concurrent
+            )
             if tripped is not None:  # replaces the answer; nothing of it is the result
                 self.tripped, self.verdict = (tripped, "output"), None
-                message = _tripped_answer(message, tripped, "output")
+                message = tripped_answer(message, tripped, "output")
                 screened = message
         self.screening = self.tools.screen(screened, call.request, answered=repeated)
         if self.screening.not_offered:  # the host hears of calls the request never allowed
@@ -529,34 +536,15 @@ class _Run:
         last = messages[-1] if messages else None
         return last if isinstance(last, UserMessage) else None
 
-    async def _check(self, guardrails: Any, value: Any) -> Tripped | None:
-        """``guardrails`` on ``value``, their spend in this run's ledger."""
-        ledger = CURRENT_LEDGER.set(self.budget)
-        try:
-            return await check_all(guardrails, value, concurrent=self.guard_concurrent)
-        finally:
-            CURRENT_LEDGER.reset(ledger)
-
     async def _start_input_guard(self) -> None:
         """The input guardrails, as a task beside the first model call (in a
         durable run: awaited before it)."""
         asked, self.guard_input = self.guard_input, None
-        context = contextvars.copy_context()
-        task = asyncio.get_running_loop().create_task(
-            self._check(self.input_guardrails, asked), context=context
+        self.guard = InputGuard(
+            self.input_guardrails, asked, self.budget, concurrent=self.guard_concurrent
         )
-        self.guard = task
         if not self.guard_concurrent:
-            await asyncio.wait({task})
-
-    async def _input_verdict(self) -> Tripped | None:
-        """Wait for the input guardrails (the model's answer is in)."""
-        guard = self.guard
-        assert guard is not None
-        try:
-            return await guard
-        finally:
-            self.guard = None
+            await self.guard.wait()
 
     async def _store_tripped(self, call: _Call, tripped: Tripped) -> AssistantMessage:
         """The first answer, stopped by an input guardrail: stored without its
@@ -570,7 +558,7 @@ class _Run:
             assert call.error is not None
             response = failed_call(call.error, call.model)
             message = response.to_message(call.model.provider)
-        answer = _tripped_answer(message, tripped, "input")
+        answer = tripped_answer(message, tripped, "input")
         self.telemetry.end_chat(call.span, response, error=call.error)
         answer = await self.conversation.add_answer(answer, self.agent.model)
         self.usage = self.usage + answer.usage
@@ -867,26 +855,6 @@ class _Run:
         if forcing and self.config.reset_tool_choice and self.conversation.tools_ran():
             return None  # reset_tool_choice: once tools ran, the provider's auto
         return choice  # "none" stays: the host said no tool may run in this run
-
-
-def _passed(guard: asyncio.Task[Tripped | None]) -> bool:
-    """Whether the finished input guardrails all passed."""
-    return not guard.cancelled() and guard.exception() is None and guard.result() is None
-
-
-def _tripped_answer(
-    message: AssistantMessage, tripped: Tripped, kind: GuardrailKind
-) -> AssistantMessage:
-    """``message`` stopped by a guardrail: no text, reasoning, tool calls, output or
-    provider record; usage, cost and model kept (:mod:`zett_agent._guardrails`).
-    ``model_stop`` is the model's own stop when it was abnormal, else None."""
-    own = message.stop if message.stop is not None and not message.stop.ok else None
-    withheld = [call.name for call in message.tool_calls]
-    extra = {"withheld_tool_calls": withheld} if withheld else {}
-    stop = tripwire_stop(tripped, kind, own, **extra)
-    return message.replace(
-        text="", reasoning="", tool_calls=(), output=None, provider_record=None, stop=stop
-    )
 
 
 def _continued_by_its_calls(response: ModelResponse) -> ModelResponse:

@@ -8,7 +8,8 @@ message to ``final.json``. Started again after a kill, it carries the run on.
 CRASH arms self-inflicted SIGKILLs, each once (its file ``armed-<point>`` is
 removed first), comma-separated: ``none``; ``tool:NAME`` while tool NAME runs;
 ``append:N`` right after the N-th session row is written (between steps);
-``sleep:lookup`` makes ``lookup`` take 4 s (for a stop from outside). A kill or a
+``sleep:lookup`` makes ``lookup`` take 4 s (for a stop from outside); ``guardrail``
+gives the agent an input guardrail that logs its check and trips. A kill or a
 Ctrl-C during a model stream or a tool is done by the test itself, from outside.
 """
 
@@ -22,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from zett_agent import Agent, AgentRunConfig, Message, Model, SQLiteSessionStore
+from zett_agent import Agent, AgentRunConfig, Message, Model, SQLiteSessionStore, Tripwire
 from zett_agent._messages import message_to_dict
 from zett_agent.durable import (
     DurableAgent,
@@ -87,6 +88,12 @@ def lookup(city: str) -> str:
     return f"sunny in {city}"
 
 
+def no_notes(message: object) -> Tripwire:
+    """An input guardrail that trips (each check is logged)."""
+    effect("guardrail:checked")
+    return Tripwire("no notes today")
+
+
 class KillingStore(SQLiteSessionStore):
     async def append(self, session_id: str, message: Message, **options: object) -> int:
         seq = await super().append(session_id, message, **options)  # type: ignore[arg-type]
@@ -97,7 +104,9 @@ class KillingStore(SQLiteSessionStore):
 
 async def main() -> None:
     model = Model("openai", "m", base_url=sys.argv[2], api_key=SECRET, max_retries=0)
-    agent = Agent(model, AgentRunConfig("crashy"), tools=[note, lookup])
+    guardrails = [no_notes] if "guardrail" in CRASH else []
+    config = AgentRunConfig("crashy", input_guardrails=guardrails)
+    agent = Agent(model, config, tools=[note, lookup])
     path = WORKDIR / "sessions.sqlite3"
     durable = DurableAgent(agent, KillingStore(path))  # lookup is marked @idempotent
     await launch(DurableConfig(system_database_next_to(path)))

@@ -9,7 +9,7 @@ import os
 import time
 from pathlib import Path
 
-from zett_agent import Agent, AgentRunConfig, Model
+from zett_agent import Agent, AgentRunConfig, Model, Tripwire
 from zett_agent.durable import DurableAgent
 from zett_agent.sessions.postgres import PostgresSessionStore
 
@@ -42,3 +42,15 @@ def make_plain() -> Agent:
     """A plain agent (``noter``): the worker makes it durable on its --sessions store."""
     model = Model("openai", "m", base_url=os.environ["ZETT_TEST_MODEL_URL"], api_key="sk-test")
     return Agent(model, AgentRunConfig("noter"), tools=[slow_note])
+
+
+def no_notes(message: object) -> Tripwire:
+    """An input guardrail that trips on every prompt."""
+    return Tripwire("no notes today")
+
+
+def make_guarded() -> Agent:
+    """A plain agent (``guarded``) with an input guardrail that always trips."""
+    model = Model("openai", "m", base_url=os.environ["ZETT_TEST_MODEL_URL"], api_key="sk-test")
+    config = AgentRunConfig("guarded", input_guardrails=[no_notes])
+    return Agent(model, config, tools=[slow_note])

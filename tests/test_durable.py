@@ -367,3 +367,28 @@ async def test_an_error_echoing_the_key_is_checkpointed_without_it(dbos_sqlite: 
         await model.aclose()
     for file in dbos_sqlite.glob("dbos.sqlite3*"):  # the database and its WAL
         assert secret.encode() not in file.read_bytes()
+
+
+async def test_a_durable_run_over_its_budget_starts_no_tool(dbos_sqlite: Path) -> None:
+    ran: list[str] = []
+
+    def note(text: str) -> str:
+        """Write a note.
+
+        Args:
+            text: the note.
+        """
+        ran.append(text)
+        return "noted"
+
+    calls = [ToolCall("c1", "note", '{"text": "a"}'), ToolCall("c2", "note", '{"text": "b"}')]
+    model = ScriptedModel(reply("Noting.", calls, usage=Usage(10, 5)))  # one call only
+    agent = Agent(model, AgentRunConfig("budgeted", max_total_tokens=10), [note])
+    async with DurableAgent(agent, dbos_sqlite / "s.sqlite3") as durable:
+        final = await durable.run("note a and b", session_id="s", run_id="r-budget")
+        stored = await durable.store.load("s")
+    assert ran == []
+    assert final.stop is not None and final.stop.raw == "max_total_tokens"
+    assert final.stop.detail["not_run_tool_calls"] == ["note", "note"]
+    results = [m for m in stored if isinstance(m, ToolResultMessage)]
+    assert [r.content for r in results] == ["not run: the run's budget was reached"] * 2

@@ -116,3 +116,43 @@ def test_worker_submit_and_runs_on_one_sqlite_file(tmp_path: Path) -> None:
             worker.send_signal(signal.SIGTERM)
             assert worker.wait(timeout=30) == 0
     assert (tmp_path / "sessions.dbos.sqlite3").exists()  # DBOS's file beside the sessions
+
+
+def test_a_worker_run_that_ends_on_a_guardrail_exits_as_a_refusal(tmp_path: Path) -> None:
+    """``zett worker --agent`` with an agent that has an input guardrail: the run
+    ends on the tripwire, and ``zett submit --wait`` / ``zett runs result`` exit 3
+    (a refusal), the tool of the tripped answer never ran."""
+    replies = [chat("Noting.", (("c1", "slow_note", '{"text": "x"}'),), "tool_calls")]
+    with ReplayServer(replies) as server:
+        env = {
+            **os.environ,
+            "PYTHONPATH": f"{SRC}{os.pathsep}{TESTS}",
+            "ZETT_TEST_MODEL_URL": server.url,
+            "ZETT_TEST_EFFECTS": str(tmp_path / "effects.log"),
+            "ZETT_TEST_EXECUTOR": "solo",
+            "ZETT_TEST_TOOL_SECONDS": "0",
+            "ZETT_SESSIONS": str(tmp_path / "sessions.sqlite3"),
+        }
+        worker = subprocess.Popen(
+            [
+                sys.executable, "-m", "zett_agent.cli", "worker", "--agent",
+                "durable_factory:make_guarded", "--executor-id", "solo",
+            ],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=TESTS,
+        )  # fmt: skip
+        try:
+            assert worker.stdout is not None
+            assert "worker solo ready (agents: guarded)" in worker.stdout.readline()
+            done = zett(
+                "submit", "--agent", "guarded", "--new-session", "s", "--run-id", "g1",
+                "--wait", "note x", env=env,
+            )  # fmt: skip
+            assert done.returncode == 3, done.stderr
+            assert "guardrail" in done.stderr and "no notes today" in done.stderr
+            result = zett("runs", "result", "g1", env=env)
+            assert result.returncode == 3
+            assert len(server.requests) == 1
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            assert worker.wait(timeout=30) == 0
+    assert not (tmp_path / "effects.log").exists()  # the tool never ran

@@ -267,6 +267,37 @@ def test_a_refusal_or_interruption_recovered_after_a_crash_still_runs_no_tool(
     assert effects(workdir) == []
 
 
+def test_a_run_that_crashes_after_a_tripwire_keeps_the_verdict(tmp_path: Path) -> None:
+    """The input guardrail tripped on an answer holding a tool call; the worker dies
+    right after the stored tripwire: the recovered run checks nothing again (the
+    verdict is a step), runs no tool, and ends on the same stop."""
+
+    def script() -> list[Reply]:
+        return [chat("Noting it first.", (("c1", "note", '{"text": "a"}'),), "tool_calls")]
+
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    with ReplayServer(script()) as server:
+        assert finish(start(clean, server.url, "guardrail")) == 0
+    baseline = rows(clean)
+    workdir = tmp_path / "crashed"
+    workdir.mkdir()
+    (workdir / "armed-append-2").touch()
+    with ReplayServer(script()) as server:
+        assert finish(start(workdir, server.url, "guardrail,append:2")) == -signal.SIGKILL
+        assert not (workdir / "final.json").exists()
+        assert finish(start(workdir, server.url, "guardrail,append:2")) == 0
+        assert server.remaining == 0 and not server.unexpected  # the model step replayed
+    assert rows(workdir) == baseline
+    answer = baseline[1][2]
+    assert answer.stop is not None and answer.stop.raw == "guardrail:no_notes"  # type: ignore[union-attr]
+    assert answer.stop.reason is StopReason.REFUSAL  # type: ignore[union-attr]
+    assert answer.stop.detail["withheld_tool_calls"] == ["note"]  # type: ignore[union-attr]
+    assert effects(workdir) == ["guardrail:checked"]  # once, and no tool
+    final = json.loads((workdir / "final.json").read_text())
+    assert final["stop"]["raw"] == "guardrail:no_notes"
+
+
 def _wait(condition: Any, worker: subprocess.Popen[bytes], what: str) -> None:
     deadline = time.monotonic() + 60
     while not condition():

@@ -262,6 +262,22 @@ async def test_recording_429_resource_exhausted_retry_info() -> None:
     assert header.retry_after == 5.0  # the header wins
 
 
+@pytest.mark.parametrize(
+    ("recording", "stream"),
+    [
+        ("gemini__stream_doc_usage_tool_use_prompt_search.sse", True),
+        ("gemini__doc_usage_tool_use_prompt_search.json", False),
+    ],
+)
+async def test_tool_use_prompt_tokens_are_input(recording: str, stream: bool) -> None:
+    """A google_search answer: totalTokenCount 832 = prompt 209 + candidates 301 +
+    thoughts 36 + toolUsePrompt 286 (google-genai GenerateContentResponseUsageMetadata)."""
+    response, _ = await call(Reply.file(RECORDINGS / recording), stream=stream)
+    usage = response.usage
+    assert (usage.input_tokens, usage.output_tokens, usage.reasoning_tokens) == (495, 337, 36)
+    assert usage.total_tokens == 832
+
+
 def test_every_recording_is_covered() -> None:
     names = {p.name for p in RECORDINGS.glob("gemini__*")} | {
         p.name for p in RECORDINGS.glob("vertex__*")

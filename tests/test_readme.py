@@ -223,6 +223,11 @@ CASES = [
         needs=lambda: pytest.importorskip("starlette", reason="needs the 'serve' extra"),
     ),
     Case(
+        "input_guardrails=[no_secrets]",
+        lambda: [anthropic_tools(("toolu_del", "delete_file", json.dumps({"path": "/x.log"})))],
+        "refusal guardrail:no_secrets the prompt asks for credentials",
+    ),
+    Case(
         "ServerTool.web_search(max_uses=3)",
         lambda: [anthropic_text("Free-threading and more.")],
         "Free-threading and more.",

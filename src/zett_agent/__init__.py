@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from zett_agent._events import AgentEvent, AgentEventDispatcher, AgentEventType
     from zett_agent._exchange import ModelRequest, ModelResponse
     from zett_agent._goals import Goal, GoalVerdict
+    from zett_agent._guardrails import Guardrail, Tripwire
     from zett_agent._messages import (
         AssistantMessage,
         Cost,
@@ -105,6 +106,7 @@ _EXPORTS: dict[str, str] = {
     "FallbackModel": "zett_agent.model._fallback",
     "Goal": "zett_agent._goals",
     "GoalVerdict": "zett_agent._goals",
+    "Guardrail": "zett_agent._guardrails",
     "ImagePart": "zett_agent._parts",
     "InMemorySessionStore": "zett_agent.sessions",
     "MCPAuthorizationError": "zett_agent.errors",
@@ -130,6 +132,7 @@ _EXPORTS: dict[str, str] = {
     "RefusalReplayExtension": "zett_agent.extensions._refusal_replay",
     "ResumeError": "zett_agent.errors",
     "HistoryError": "zett_agent.errors",
+    "Tripwire": "zett_agent._guardrails",
     "RetryRequest": "zett_agent._recovery",
     "SQLiteSessionStore": "zett_agent.sessions",
     "ServerTool": "zett_agent.vendors",
@@ -184,6 +187,7 @@ __all__ = [
     "Goal",
     "GoalVerdict",
     "HistoryError",
+    "Guardrail",
     "ImagePart",
     "InMemorySessionStore",
     "MCPAuthorizationError",
@@ -225,6 +229,7 @@ __all__ = [
     "ToolCall",
     "ToolResultMessage",
     "TransportError",
+    "Tripwire",
     "Usage",
     "UserMessage",
     "ZettError",

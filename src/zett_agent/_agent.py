@@ -137,6 +137,11 @@ class Agent(Generic[OutputT]):
     continue_prompt: str = CONTINUE_PROMPT
     """The user turn :meth:`resume` sends when the protocol cannot take a prefill."""
 
+    guardrails_before_model: bool = False
+    """Check the input guardrails before the first model call, and every
+    guardrail one after another, instead of beside it (a durable run sets it: its
+    steps must keep their order on replay)."""
+
     @overload
     def __init__(
         self: Agent[None],

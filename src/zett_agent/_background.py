@@ -45,6 +45,7 @@ from zett_agent._subagents import (
     parse_task,
 )
 from zett_agent.extensions._extension import Extension
+from zett_agent.model._budgets import CURRENT_LEDGER, RunBudget
 from zett_agent.stop import StopInfo, StopReason
 from zett_agent.tools import Tool
 
@@ -172,7 +173,8 @@ class BackgroundTasks:
             raise RuntimeError("BackgroundTasks is not running: use `async with BackgroundTasks()`")
         handle = BackgroundTask(f"bg-{next(self._ids)}", subagent.name, task)
         self.tasks[handle.id] = handle
-        self._group.start_soon(self._run, subagent, handle, tool_call_id, name=handle.id)
+        ledger = CURRENT_LEDGER.get()  # the starting run's: the child's spend counts there
+        self._group.start_soon(self._run, subagent, handle, tool_call_id, ledger, name=handle.id)
         return handle
 
     def cancel(self, task_id: str) -> None:
@@ -216,8 +218,15 @@ class BackgroundTasks:
             subagent=subagent,
         )
 
-    async def _run(self, subagent: SubAgent, handle: BackgroundTask, call_id: str | None) -> None:
+    async def _run(
+        self,
+        subagent: SubAgent,
+        handle: BackgroundTask,
+        call_id: str | None,
+        ledger: RunBudget | None = None,
+    ) -> None:
         messages: list[Message] = []
+        CURRENT_LEDGER.set(ledger)  # this task's own context: the run that started it
         try:
             with handle._scope:
                 result = await subagent._execute(handle.task, call_id, messages)

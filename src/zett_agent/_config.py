@@ -85,6 +85,14 @@ class AgentRunConfig:
             price is a ConfigError before anything is sent. Implies ``cost``.
         max_total_tokens: end the run once its calls used this many input plus
             output tokens (``stop.raw == "max_total_tokens"``).
+            Both budgets count every model call the run causes (fallback
+            attempts, summaries, MCP sampling, subagents and background runs:
+            :mod:`zett_agent.model._budgets`); an answer without usage under a
+            budget ends the run with that budget's stop (unknown is never 0).
+        finish_tools_over_budget: run the tool calls of the answer that crossed
+            a budget (default False: they never start, each is answered "not
+            run: the run's budget was reached" and
+            ``stop.detail["not_run_tool_calls"]`` names them).
         output_mode: how a typed result (``output_type``) is asked for:
             ``"auto"`` (the vendor row's native mode, else a forced output tool),
             ``"native"`` (a ConfigError on a row without one) or ``"tool"``.
@@ -95,6 +103,16 @@ class AgentRunConfig:
             the schema, in order: each returns the value to keep (None: as it
             is) or raises :class:`~zett_agent.OutputRetry` to have the
             answer retried with its message (may be ``async``).
+        input_guardrails: checks of the run's prompt (sync or async callables
+            given the :class:`~zett_agent.UserMessage`, agents, or
+            :class:`~zett_agent.Guardrail`), run concurrently with the first
+            model call; no tool call of that answer starts before all passed.
+            Each returns None to pass or a :class:`~zett_agent.Tripwire`; a
+            tripwire ends the run with a REFUSAL stop, ``raw ==
+            "guardrail:<name>"`` (:mod:`zett_agent._guardrails`).
+        output_guardrails: checks of the answer that would end the run
+            normally (an :class:`~zett_agent.AssistantMessage`; run after
+            ``output_validators``, before stop hooks), with the same verdicts.
     """
 
     name: str = "agent"
@@ -124,3 +142,6 @@ class AgentRunConfig:
     output_mode: OutputMode = "auto"
     output_retries: int = DEFAULT_OUTPUT_RETRIES
     output_validators: Sequence[OutputValidator] = ()
+    input_guardrails: Sequence[Any] = ()
+    output_guardrails: Sequence[Any] = ()
+    finish_tools_over_budget: bool = False

@@ -4,16 +4,26 @@ Order for one run::
 
     RUN_STARTED
     ( MODEL_STARTED (TEXT_DELTA | REASONING_DELTA | TOOL_CALL_DELTA | PARTIAL_OUTPUT)*
-      MODEL_COMPLETED [MODEL_STOPPED] [OUTPUT_INVALID]
+      MODEL_COMPLETED [MODEL_STOPPED [GUARDRAIL_TRIPPED]] [OUTPUT_INVALID]
       TOOL_CALL_STARTED* TOOL_CALL_COMPLETED* TOOL_APPROVAL_REQUESTED* )*
-    [MAX_TURNS_REACHED]
+    [MAX_TURNS_REACHED | BUDGET_REACHED]
     RUN_COMPLETED | RUN_FAILED
+
+(The answer that crossed a budget: its calls' TOOL_CALL_COMPLETED, "not run", with
+no TOOL_CALL_STARTED, then BUDGET_REACHED.)
 
 While a tool call runs, the tool may report (:func:`tool_events`):
 TOOL_PROGRESS (how far it is), TOOL_LOG (a log message of its source, such as an
 MCP server's ``notifications/message``) and TOOL_INPUT_REQUESTED (it asks a
-person for input: an MCP elicitation), each between the call's
-TOOL_CALL_STARTED and its TOOL_CALL_COMPLETED, with ``data`` saying what.
+person for input: an MCP elicitation), SAMPLING_REQUESTED and SAMPLING_COMPLETED
+(an MCP server asked zett's model for a completion: ``data`` holds ``server``,
+``model``, and on completion ``usage``, ``cost_usd`` (None: unknown or not
+priced) and ``stop``; the spend counts in the run's ledger), each between the
+call's TOOL_CALL_STARTED and its TOOL_CALL_COMPLETED, with ``data`` saying what.
+
+GUARDRAIL_TRIPPED follows the MODEL_STOPPED of an answer a guardrail stopped
+(``event.stop``: REFUSAL, ``raw`` ``"guardrail:<name>"``; ``data``: ``guardrail``,
+``kind`` ``"input"`` or ``"output"``, ``reason``), then the run completes.
 
 MODEL_STOPPED comes right after MODEL_COMPLETED and only for an abnormal stop
 (``event.stop`` is set); a PAUSED step that is continued is not reported.
@@ -89,6 +99,9 @@ class AgentEventType(StrEnum):
     TOOL_PROGRESS = "tool_progress"
     TOOL_LOG = "tool_log"
     TOOL_INPUT_REQUESTED = "tool_input_requested"
+    SAMPLING_REQUESTED = "sampling_requested"
+    SAMPLING_COMPLETED = "sampling_completed"
+    GUARDRAIL_TRIPPED = "guardrail_tripped"
     MAX_TURNS_REACHED = "max_turns_reached"
     BUDGET_REACHED = "budget_reached"
     RUN_COMPLETED = "run_completed"
@@ -118,13 +131,17 @@ class AgentEvent:
             run that ended for that, and each TOOL_APPROVAL_REQUESTED; None
             otherwise): the run-level outcome "awaiting approval", apart from why
             the model stopped.
-        usage, cost: the run's token counts and cost (RUN_COMPLETED).
+        usage, cost: the run's token counts and cost (RUN_COMPLETED): its ledger, every
+            model call the run caused (its answers, fallback attempts, summaries, MCP
+            sampling, subagents and background runs it started; cost None: not priced).
         output: a structured run's typed value (RUN_COMPLETED), or the value so
             far (PARTIAL_OUTPUT); None otherwise.
         data: what a running tool reported (TOOL_PROGRESS: ``progress``,
             ``total``, ``message``; TOOL_LOG: ``level``, ``logger``, ``data``,
             ``server``; TOOL_INPUT_REQUESTED: the request, see
-            :class:`zett_agent.mcp.ElicitationRequest`), JSON values.
+            :class:`zett_agent.mcp.ElicitationRequest`; SAMPLING_*: ``server``,
+            ``model``, ``usage``, ``cost_usd``, ``stop``; GUARDRAIL_TRIPPED:
+            ``guardrail``, ``kind``, ``reason``), JSON values.
     """
 
     type: AgentEventType

@@ -18,6 +18,16 @@ few named steps, until a step ends the run or ``max_turns`` is reached:
                     COMPLETE: end unless a stop hook vetoes; END: end
 ==================  ==========================================================
 
+Guardrails (:mod:`zett_agent._guardrails`): the input guardrails start beside the
+run's first ``_call_model`` (its deltas held back meanwhile) and are awaited before
+``_settle``; a tripwire stores the answer with the guardrail's stop
+(``_store_tripped``) and ends the run, no step of the table acting on it. Output
+guardrails run in ``_store_answer`` on an answer that would COMPLETE the run.
+
+Budgets (:mod:`zett_agent.model._budgets`): checked before each call like
+``max_turns``, and after an answer whose step is RUN_TOOLS: when that answer crossed
+a budget its calls are answered "not run" and the run ends (``_not_run_over_budget``).
+
 A structured run (``output_type``) judges each answer before it is stored
 (:meth:`~zett_agent._structured.StructuredRun.judge`; the stop decides first) and the
 verdict can change the step: ACCEPTED completes, STOPPED ends, RETRY sends the
@@ -48,6 +58,14 @@ from zett_agent._clock import loop_time
 from zett_agent._conversation import Conversation
 from zett_agent._events import _TOOL_EVENTS, AgentEvent, AgentEventType, DeltaEvents
 from zett_agent._exchange import ModelRequest, ModelResponse, TextDelta
+from zett_agent._guardrails import (
+    GuardrailKind,
+    InputGuard,
+    Tripped,
+    as_guardrails,
+    checked,
+    tripped_answer,
+)
 from zett_agent._messages import (
     AssistantMessage,
     Message,
@@ -68,7 +86,7 @@ from zett_agent._recovery import (
 from zett_agent._resume import PartialAnswer, ResumePlan, is_cancellation, prefill_rejected
 from zett_agent._structured import Outcome, PartialOutputs, StructuredRun, Verdict
 from zett_agent._telemetry import Telemetry, log_step
-from zett_agent.model._budgets import RunBudget
+from zett_agent.model._budgets import BUDGET_NOT_RUN, CURRENT_LEDGER, RunBudget
 from zett_agent.model._model import ModelClient, stream_chunks
 from zett_agent.protocols._builder import apply_output_limit
 from zett_agent.stop import StopInfo, StopReason
@@ -160,6 +178,7 @@ class _Run:
             priced=self.config.cost,
             max_cost=self.config.max_cost,
             max_total_tokens=self.config.max_total_tokens,
+            parent=CURRENT_LEDGER.get(),  # a run started by a run's tool: one ledger
         )
         self.resuming = plan is not None
         self.tools = ToolGate(
@@ -178,6 +197,14 @@ class _Run:
         )
         self.screening = Screening()  # the last answer's calls, after the gate's rules 1-3
         self.end_after_tools = False  # a pause out of continuations: its calls, then end
+        self.budget_stop: AssistantMessage | None = None  # the marker of a crossed budget
+        self.input_guardrails = as_guardrails(self.config.input_guardrails)
+        self.output_guardrails = as_guardrails(self.config.output_guardrails)
+        # a durable run checks one step after another (its steps' order is replayed)
+        self.guard_concurrent = not getattr(agent, "guardrails_before_model", False)
+        self.guard_input: UserMessage | None = None  # the prompt the input guardrails check
+        self.guard: InputGuard | None = None  # input guardrails checking, deltas held
+        self.tripped: tuple[Tripped, GuardrailKind] | None = None
 
     # ------------------------------------------------------------ the loop
 
@@ -198,6 +225,7 @@ class _Run:
             if prompt is not None:
                 asked = prompt if isinstance(prompt, UserMessage) else UserMessage(prompt)
                 await self.conversation.add(asked)
+            self.guard_input = self._guarded_input()
             if self.decided is not None:
                 async for event in self._run_decided(*self.decided):
                     yield event
@@ -215,8 +243,21 @@ class _Run:
                     break
                 self.step += 1
                 call = await self._next_call()
+                if self.guard_input is not None:  # beside the run's first model call
+                    await self._start_input_guard()
                 async with aclosing(self._call_model(call)) as streamed:
                     async for event in streamed:
+                        yield event
+                if self.guard is not None and not call.prefill_refused:
+                    guard, self.guard = self.guard, None
+                    tripped = await guard.verdict()
+                    if tripped is not None:  # final: no recovery, no tool, no retry
+                        final = await self._store_tripped(call, tripped)
+                        yield self.event(_E.MODEL_COMPLETED, message=final)
+                        yield self.event(_E.MODEL_STOPPED, stop=final.stop, message=final)
+                        yield self._tripped_event(final)
+                        break
+                    for event in guard.held:  # passed: what was held back is shown
                         yield event
                 if call.prefill_refused:  # ask with a continuation turn instead
                     self.step -= 1  # the refused call does not count
@@ -227,12 +268,18 @@ class _Run:
                     self._log_step(call, response)  # a failed call is a step too
                     yield self.event(_E.RUN_FAILED, error=call.error)
                     raise call.error
-                answer = await self._store_answer(call, response, judged=recovery is None)
+                answer = await self._store_answer(
+                    call, response, judged=recovery is None, step=step
+                )
                 final = self.recoveries.final(answer, recovery, final)
                 yield self.event(_E.MODEL_COMPLETED, message=answer)
                 stopped = answer.stop is not None and not answer.stop.ok  # abnormal only (seed)
                 if stopped and (step is not Step.CONTINUE or recovery is not None):
                     yield self.event(_E.MODEL_STOPPED, stop=answer.stop, message=answer)
+                if self.tripped is not None:  # an output guardrail: the run ends here
+                    final = answer
+                    yield self._tripped_event(answer)
+                    break
                 verdict, self.verdict = self.verdict, None
                 if verdict is not None:
                     step = _STEP_FOR[verdict.outcome] or step
@@ -244,6 +291,16 @@ class _Run:
                     if verdict.outcome is Outcome.ACCEPTED:
                         for message in verdict.messages:  # the output call's result
                             await self.conversation.add(message)
+
+                if step in (Step.RUN_TOOLS, Step.RETRY_OUTPUT) and answer.tool_calls:
+                    over = self._over_budget()
+                    if over is not None:  # the call that crossed finishes; its tools never start
+                        async for event in self._not_run_over_budget(answer, over):
+                            yield event
+                        final = self.budget_stop
+                        assert final is not None
+                        yield self.event(_E.BUDGET_REACHED, stop=final.stop, message=final)
+                        break
 
                 match step:
                     case Step.RUN_TOOLS:
@@ -279,10 +336,12 @@ class _Run:
             failure = exc
             raise
         finally:
+            if self.guard is not None:
+                self.guard.cancel()
             self.telemetry.end_run(
                 self.span,
                 final=final,
-                usage=self.usage,
+                usage=self.budget.usage,
                 steps=self.step,
                 recoveries=len(self.recoveries.records),
                 error=failure,
@@ -293,7 +352,7 @@ class _Run:
             message=final,
             stop=final.stop if final else None,
             approval=self.pending,
-            usage=self.usage,
+            usage=self.budget.usage,
             cost=self.budget.cost,
             output=final.output if final else None,
         )
@@ -323,6 +382,7 @@ class _Run:
         deltas = DeltaEvents(self.run_id, self.step)  # one event per chunk: the hot path
         text = received.text
         partials = PartialOutputs(self.structured) if self.structured is not None else None
+        guard = self.guard
         try:
             # a Model passes each network chunk's events as one list: one hop per chunk
             async with aclosing(stream_chunks(call.model, call.request)) as stream:
@@ -330,13 +390,26 @@ class _Run:
                     for item in got if isinstance(got, list) else (got,):
                         if type(item) is TextDelta:
                             text.append(item.text)
-                            yield deltas.text(item.text)
+                            event = deltas.text(item.text)
                         elif isinstance(item, ModelResponse):
                             call.response = apply_output_limit(item, call.request.max_tokens)
                             continue
                         else:
                             received.add(item)
-                            yield deltas.of(item)
+                            event = deltas.of(item)
+                        if guard is not None:  # input guardrails checking: hold back
+                            if guard.passed:
+                                for held in guard.held:
+                                    yield held
+                                guard.held.clear()
+                                guard = None
+                            else:
+                                guard.held.append(event)
+                                value = partials.feed(item) if partials is not None else None
+                                if value is not None:
+                                    guard.held.append(self.event(_E.PARTIAL_OUTPUT, output=value))
+                                continue
+                        yield event
                         if partials is not None:
                             value = partials.feed(item)
                             if value is not None:
@@ -378,10 +451,11 @@ class _Run:
         return response, step, recovery
 
     async def _store_answer(
-        self, call: _Call, response: ModelResponse, *, judged: bool = True
+        self, call: _Call, response: ModelResponse, *, judged: bool = True, step: Step | None = None
     ) -> AssistantMessage:
         """``after_model`` hooks (not for a failed call), a structured run's verdict
-        (``judged``: no recovery acted on the answer), store, count usage, log."""
+        (``judged``: no recovery acted on the answer), the output guardrails (an
+        answer that would complete the run: ``step``), store, count usage, log."""
         if call.error is None:
             for extension in self.agent.extensions:
                 await _maybe_await(extension.after_model(response))
@@ -397,6 +471,15 @@ class _Run:
             if outputs:
                 kept = tuple(c for c in message.tool_calls if c not in outputs)
                 screened = message.replace(tool_calls=kept)
+        completes = (_STEP_FOR[self.verdict.outcome] if self.verdict else None) or step
+        if self.output_guardrails and judged and call.error is None and completes is Step.COMPLETE:
+            tripped = await checked(
+                self.output_guardrails, message, self.budget, concurrent=self.guard_concurrent
+            )
+            if tripped is not None:  # replaces the answer; nothing of it is the result
+                self.tripped, self.verdict = (tripped, "output"), None
+                message = tripped_answer(message, tripped, "output")
+                screened = message
         self.screening = self.tools.screen(screened, call.request, answered=repeated)
         if self.screening.not_offered:  # the host hears of calls the request never allowed
             stop = (message.stop or response.stop_info).with_detail(
@@ -405,7 +488,7 @@ class _Run:
             message = message.replace(stop=stop)
         answer = await self.conversation.add_answer(message, self.agent.model)
         self.usage = self.usage + answer.usage
-        self.budget.add(answer)
+        self.budget.add(answer, failed=call.error is not None)
         self._log_step(call, response)
         return answer
 
@@ -442,6 +525,85 @@ class _Run:
             for call in waiting:
                 yield self.event(_E.TOOL_APPROVAL_REQUESTED, tool_call=call, approval=self.pending)
 
+    def _guarded_input(self) -> UserMessage | None:
+        """What the input guardrails check: the run's prompt, or (a run on a
+        stored history, as serve starts one) the user message the history ends
+        with; None for a run that brings no new input (an approval's
+        continuation, a resume) or without input guardrails."""
+        if not self.input_guardrails or self.decided is not None or self.resuming:
+            return None
+        messages = self.conversation.messages
+        last = messages[-1] if messages else None
+        return last if isinstance(last, UserMessage) else None
+
+    async def _start_input_guard(self) -> None:
+        """The input guardrails, as a task beside the first model call (in a
+        durable run: awaited before it)."""
+        asked, self.guard_input = self.guard_input, None
+        self.guard = InputGuard(
+            self.input_guardrails, asked, self.budget, concurrent=self.guard_concurrent
+        )
+        if not self.guard_concurrent:
+            await self.guard.wait()
+
+    async def _store_tripped(self, call: _Call, tripped: Tripped) -> AssistantMessage:
+        """The first answer, stopped by an input guardrail: stored without its
+        content, its usage counted; no hook, recovery or verdict acts on it."""
+        self.tripped = (tripped, "input")
+        if call.error is None and call.response is not None:
+            response = call.response
+            message = response.to_message(call.model.provider)
+            message = self.budget.priced_answer(message, call.request.model, call.at)
+        else:
+            assert call.error is not None
+            response = failed_call(call.error, call.model)
+            message = response.to_message(call.model.provider)
+        answer = tripped_answer(message, tripped, "input")
+        self.telemetry.end_chat(call.span, response, error=call.error)
+        answer = await self.conversation.add_answer(answer, self.agent.model)
+        self.usage = self.usage + answer.usage
+        self.budget.add(answer, failed=call.error is not None)
+        self._log_step(call, response)
+        return answer
+
+    def _tripped_event(self, answer: AssistantMessage) -> AgentEvent:
+        assert self.tripped is not None
+        tripped, kind = self.tripped
+        data = {"guardrail": tripped.name, "kind": kind, "reason": tripped.reason}
+        return self.event(_E.GUARDRAIL_TRIPPED, stop=answer.stop, message=answer, data=data)
+
+    def _over_budget(self) -> AssistantMessage | None:
+        """The budget marker when a budget is used up and the host did not opt in
+        to finishing the crossing answer's tool calls
+        (``AgentRunConfig.finish_tools_over_budget``)."""
+        if self.config.finish_tools_over_budget:
+            return None
+        return self.budget.exhausted(self.model)
+
+    async def _not_run_over_budget(
+        self, answer: AssistantMessage, marker: AssistantMessage
+    ) -> AsyncIterator[AgentEvent]:
+        """The crossing answer's calls, answered without starting (calls rules 1-3
+        already answered keep that answer); the marker, naming them in
+        ``detail["not_run_tool_calls"]``, is stored as :attr:`budget_stop`."""
+        outputs = self.structured.output_calls(answer) if self.structured is not None else []
+        calls = [c for c in answer.tool_calls if c not in outputs]
+        answered = self.screening.answered
+        not_run: list[str] = []
+        start = len(self.conversation.messages)
+        for call in calls:
+            result = answered.get(call.id)
+            if result is None:
+                result = ToolResultMessage(call.id, call.name, BUDGET_NOT_RUN, is_error=True)
+                not_run.append(call.name)
+            await self.conversation.add(result)
+            yield self.event(_E.TOOL_CALL_COMPLETED, tool_call=call, tool_result=result)
+        self.conversation.order_results(start, [c.id for c in calls])
+        assert marker.stop is not None
+        stop = marker.stop.with_detail(not_run_tool_calls=not_run)
+        self.budget_stop = marker.replace(stop=stop)
+        await self.conversation.add(self.budget_stop)
+
     async def _gate_calls(
         self,
         calls: list[ToolCall],
@@ -459,9 +621,11 @@ class _Run:
             results[calls[index].id] = result
             await self.conversation.add(result)
 
+        ledger = CURRENT_LEDGER.set(self.budget)  # runs the tools start count here
         try:
             await self.tools.run(calls, self.span, keep, answered=answered)
         finally:
+            CURRENT_LEDGER.reset(ledger)
             self.conversation.order_results(start, [c.id for c in calls])
 
     async def _reporting(
@@ -640,7 +804,11 @@ class _Run:
             run_id=self.run_id,
             step=self.step,
         )
-        return await self.recoveries.ask(self.agent.extensions, context)
+        ledger = CURRENT_LEDGER.set(self.budget)  # a recovery's model calls count here
+        try:
+            return await self.recoveries.ask(self.agent.extensions, context)
+        finally:
+            CURRENT_LEDGER.reset(ledger)
 
     # ------------------------------------------------------------ events and requests
 
@@ -669,10 +837,14 @@ class _Run:
         )
         if self.structured is not None:  # the output: a native format, or output tools
             request = self.structured.prepare(request, self.model)
-        for extension in self.agent.extensions:
-            changed = await _maybe_await(extension.before_model(request))
-            if isinstance(changed, ModelRequest):
-                request = changed
+        ledger = CURRENT_LEDGER.set(self.budget)  # a hook's model calls count here
+        try:
+            for extension in self.agent.extensions:
+                changed = await _maybe_await(extension.before_model(request))
+                if isinstance(changed, ModelRequest):
+                    request = changed
+        finally:
+            CURRENT_LEDGER.reset(ledger)
         return request
 
     def _tool_choice(self) -> str | None:

@@ -265,6 +265,9 @@ class ModelAttempt:
     stop: str | None = None
     discarded_output: bool = False
     """Output of this attempt had streamed to the host before the chain moved on."""
+    usage: Usage | None = None
+    """A ``"stopped"`` attempt's usage: its answer was billed though the chain moved
+    on (the run's ledger counts it, priced at this attempt's model); else None."""
 
 
 @dataclass(frozen=True)

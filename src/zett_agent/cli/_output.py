@@ -56,6 +56,20 @@ def exit_code_for(stop: StopInfo | None) -> int:
     return EXIT_CODES[_BY_REASON[stop.reason]]
 
 
+def sampling_report(data: Mapping[str, Any]) -> str:
+    """``sampling by m: 10 in, 5 out, $0.000105`` for a SAMPLING_COMPLETED event
+    (the model's name is shown with its non-printable characters as ``?``)."""
+    model = "".join(c if c.isprintable() else "?" for c in str(data.get("model")))[:100]
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    assert isinstance(usage, dict)
+    cost = data.get("cost_usd")
+    price = f"${cost:.6f}" if isinstance(cost, int | float) else "cost unknown"
+    return (
+        f"sampling by {model}: {usage.get('input_tokens')} in, "
+        f"{usage.get('output_tokens')} out, {price}"
+    )
+
+
 def fallback_line(message: Any) -> str:
     """``answered by p:m (a:x failed: ...; b:y skipped: ...)`` for a chain's answer."""
     others = "; ".join(
@@ -219,6 +233,9 @@ class Printer:
             case AgentEventType.TOOL_PROGRESS | AgentEventType.TOOL_LOG:
                 if event.data:
                     self.line(Text(f"   · {tool_report(event.data)}", style="dim"))
+            case AgentEventType.SAMPLING_COMPLETED:
+                if event.data:
+                    self.line(Text(f"   · {sampling_report(event.data)}", style="dim"))
             case (
                 AgentEventType.MODEL_STOPPED
                 | AgentEventType.MAX_TURNS_REACHED
@@ -247,6 +264,8 @@ class Printer:
                 | AgentEventType.TOOL_APPROVAL_REQUESTED
                 | AgentEventType.TOOL_OUTCOME_UNKNOWN
                 | AgentEventType.TOOL_INPUT_REQUESTED
+                | AgentEventType.SAMPLING_REQUESTED
+                | AgentEventType.GUARDRAIL_TRIPPED  # its stop was shown (MODEL_STOPPED)
             ):
                 pass  # nothing to show (an approval is asked by the caller)
             case _:

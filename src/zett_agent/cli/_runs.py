@@ -4,7 +4,9 @@ process (extra ``durable``); workers (``zett worker``) run them.
 Where no worker has created the runs database yet, every command says so in one
 line (naming the database) and exits 1, creating nothing. ``zett submit
 --session ID`` goes on in a stored session and refuses an unknown id (a typo
-would start a new conversation); ``--new-session ID`` starts one."""
+would start a new conversation); ``--new-session ID`` starts one. ``zett submit
+--wait`` and ``zett runs result`` exit with the run's own status, as ``zett run``
+does (a refusal, a guardrail's tripwire among them: 3)."""
 
 from __future__ import annotations
 
@@ -101,7 +103,7 @@ def submit(
     sid = session if session is not None else new_session
     assert sid is not None
 
-    async def work(runs: Any) -> None:
+    async def work(runs: Any) -> Any:
         again = run_id is not None and await runs.status(run_id) is not None
         if not again:  # submitting a run id again is a no-op, whatever its session is now
             exists = await _session_exists(sessions, sid)
@@ -130,13 +132,17 @@ def submit(
                 "and a worker without it fails it (zett runs status " + submitted + ")",
                 markup=False, highlight=False, soft_wrap=True,
             )  # fmt: skip
-        if wait:
-            message = await runs.result(submitted)
-            _out().print(message.text, soft_wrap=True)
-            if message.stop is not None:
-                _err().print(f"⚠ stopped: {message.stop.describe()}")
+        if not wait:
+            return None
+        message = await runs.result(submitted)
+        _out().print(message.text, soft_wrap=True)
+        if message.stop is not None:
+            _err().print(f"⚠ stopped: {message.stop.describe()}")
+        return message
 
-    _with_runs(db, sessions, work)
+    waited = _with_runs(db, sessions, work)
+    if waited is not None:  # the run's own exit status, as `zett run` (a refusal: 3)
+        raise typer.Exit(_exit_status(waited))
 
 
 def _shown(sessions: str) -> str:
@@ -212,6 +218,15 @@ def run_result(
     _out().print(message.text, soft_wrap=True, markup=False)
     if message.stop is not None:
         _err().print(f"⚠ stopped: {message.stop.describe()}")
+    raise typer.Exit(_exit_status(message))
+
+
+def _exit_status(message: Any) -> int:
+    """A finished run's exit status: its stop's, as ``zett run`` (a refusal, a
+    guardrail's tripwire among them, 3; max_cost 10, max_total_tokens 11)."""
+    from zett_agent.cli._output import exit_code_for
+
+    return exit_code_for(message.stop)
 
 
 @runs_app.command("cancel")

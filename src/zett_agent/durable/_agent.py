@@ -14,7 +14,7 @@ import zett_agent.durable._runtime as runtime
 from zett_agent._agent import Agent
 from zett_agent._messages import AssistantMessage, UserMessage, message_to_dict
 from zett_agent.durable._checkpoints import decode_final
-from zett_agent.durable._steps import DurableExtension, DurableModel
+from zett_agent.durable._steps import DurableExtension, DurableModel, durable_guardrails
 from zett_agent.errors import ResumeError
 from zett_agent.sessions import SessionStore, SQLiteSessionStore, live_rows
 from zett_agent.sessions._decisions import take_decision, waiting_request
@@ -87,8 +87,8 @@ class DurableAgent:
         await self.aclose()
 
     def step_agent(self) -> Agent:
-        """The agent a run uses: the same agent with its model call and hooks as
-        steps, tool calls one after another, and the tools named in
+        """The agent a run uses: the same agent with its model call, hooks and
+        guardrail verdicts as steps, tool calls one after another, and the tools named in
         ``idempotent_tools`` marked idempotent. The tools themselves are the
         agent's own (their calls become steps through the run's journal,
         :class:`~zett_agent.durable._steps.DurableJournal`), so every field a tool
@@ -101,14 +101,21 @@ class DurableAgent:
             else tool
             for tool in source.tools.values()
         ]
+        config = replace(
+            source.config,
+            parallel_tools=False,
+            input_guardrails=durable_guardrails(source.config.input_guardrails, prefix, "input"),
+            output_guardrails=durable_guardrails(source.config.output_guardrails, prefix, "output"),
+        )
         copy = Agent(
             DurableModel(source.model, f"{prefix}.model"),
-            replace(source.config, parallel_tools=False),
+            config,
             tools,
             [DurableExtension(extension, prefix) for extension in source.extensions],
         )
         copy.max_pause_continuations = source.max_pause_continuations
         copy.continue_prompt = source.continue_prompt
+        copy.guardrails_before_model = True  # steps in one order, live and on replay
         return copy
 
     async def run(

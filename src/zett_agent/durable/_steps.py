@@ -11,6 +11,9 @@ the durable agent's name, never from object ids, and pinned by a test:
 ``<agent>.tool.<name>.started``    marker: the tool call is about to run
 ``<agent>.tool.<name>``            the tool call (its result)
 ``<agent>.<Extension>.<hook>``     an extension hook's answer
+``<agent>.guardrail.<kind>.<name>`` a guardrail's verdict (kind ``input`` or
+                                   ``output``): a recovered run does not check
+                                   again what a guardrail decided
 =================================  ==========================================
 
 Tool calls pass the same gate as in any run (:mod:`zett_agent.tools._gate`); only
@@ -26,6 +29,7 @@ cancelled run answers an unfinished call.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -33,6 +37,7 @@ from dbos import DBOS, StepOptions
 
 from zett_agent._await import maybe_await as _maybe_await
 from zett_agent._exchange import ModelRequest, ModelResponse, StreamEvent
+from zett_agent._guardrails import Guardrail, Tripwire, as_guardrails, check_one
 from zett_agent._messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 from zett_agent._recovery import ContinueWith, EndRun, RecoveryContext, RetryRequest
 from zett_agent.durable._checkpoints import (
@@ -58,6 +63,7 @@ from zett_agent.tools._outcomes import OUTCOME_UNKNOWN, ToolStarted
 __all__ = [
     "TOOL_INTERRUPTED",
     "DurableExtension",
+    "DurableGuardrail",
     "DurableJournal",
     "DurableModel",
     "idempotent",
@@ -124,6 +130,33 @@ class DurableModel:
         if isinstance(outcome, Exception):
             raise outcome
         yield outcome
+
+
+class DurableGuardrail:
+    """A guardrail whose verdict is one step (``<prefix>.guardrail.<kind>.<name>``):
+    on replay the checkpointed verdict is returned and the check does not run."""
+
+    def __init__(self, inner: Guardrail, step_name: str) -> None:
+        self.inner = inner
+        self.step_name = step_name
+        self.__name__ = inner.name
+
+    async def __call__(self, value: Any) -> Tripwire | None:
+        async def run() -> str:
+            tripped = await check_one(self.inner, value)
+            return json.dumps({"tripped": tripped.reason if tripped is not None else None})
+
+        verdict = json.loads(await step(self.step_name, run))
+        reason = verdict.get("tripped")
+        return Tripwire(str(reason)) if reason is not None else None
+
+
+def durable_guardrails(guardrails: Sequence[Any], prefix: str, kind: str) -> tuple[Guardrail, ...]:
+    """``guardrails`` with each verdict a step of its own (the name kept)."""
+    return tuple(
+        Guardrail(DurableGuardrail(g, f"{prefix}.guardrail.{kind}.{g.name}"), g.name)
+        for g in as_guardrails(guardrails)
+    )
 
 
 class DurableJournal:

@@ -53,6 +53,7 @@ from zett_agent._messages import (
 )
 from zett_agent._recovery import RecoveryContext, RetryRequest
 from zett_agent.extensions._extension import Extension
+from zett_agent.model._budgets import charge
 from zett_agent.model._model import ModelClient
 from zett_agent.stop import StopReason
 
@@ -180,6 +181,7 @@ class ContextCompaction(Extension):
         async for item in model.stream(request):
             if isinstance(item, ModelResponse):
                 text = item.text
+                charge(item.provider or model.provider, item.model, item.usage, asked=model.name)
         return text.strip()
 
 

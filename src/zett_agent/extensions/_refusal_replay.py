@@ -10,8 +10,10 @@ produced before a refusal as incomplete and discarding it
     )
 
 Only the outgoing request changes: the message stays in stored history and on
-screen. Dropping a message can leave two user messages in a row; providers
-differ in whether they accept that.
+screen. A guardrail's tripwire (``stop.category == "guardrail"``) is not the
+model's refusal and holds no model output: this extension leaves it alone.
+Dropping a message can leave two user messages in a row; providers differ in
+whether they accept that.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import replace
 from enum import StrEnum
 
 from zett_agent._exchange import ModelRequest
+from zett_agent._guardrails import GUARDRAIL_CATEGORY
 from zett_agent._messages import AssistantMessage
 from zett_agent.extensions._extension import Extension
 from zett_agent.stop import StopReason
@@ -52,6 +55,7 @@ class RefusalReplayExtension(Extension):
                 isinstance(m, AssistantMessage)
                 and m.stop is not None
                 and m.stop.reason is StopReason.REFUSAL
+                and m.stop.category != GUARDRAIL_CATEGORY
             )
         ]
         if len(kept) == len(request.messages):

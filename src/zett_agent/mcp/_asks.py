@@ -18,7 +18,7 @@ is in flight (:attr:`~zett_agent.mcp._connection.Connection.active`), on its beh
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,9 @@ import anyio
 import mcp_types
 
 from zett_agent._events import AgentEventType
+from zett_agent._exchange import ModelResponse
+from zett_agent.model._budgets import charge
+from zett_agent.stop import StopInfo, StopReason
 
 from ._elicitation import (
     DEFAULT_ELICITATION_TIMEOUT,
@@ -110,19 +113,43 @@ class Asks:
                 return _refused(
                     f"this server may make {server.sampling} sampling requests per tool call"
                 )
+            model = self.sampling_model
+            over = active.ledger.exhausted(model) if active.ledger is not None else None
+            if over is not None and over.stop is not None:  # the run's budget: no new spend
+                return _refused(f"the run's budget was reached: {over.stop.message}")
             active.samples += 1
+            about = {"server": server.label, "model": model.name}
+            active.report(AgentEventType.SAMPLING_REQUESTED, dict(about))
+            spent: dict[str, Any] = {}
+
+            def counted(response: ModelResponse) -> None:
+                cost = charge(
+                    response.provider or model.provider,
+                    response.model,
+                    response.usage,
+                    active.ledger,
+                    asked=model.name,
+                )
+                spent["usage"] = asdict(response.usage)
+                spent["cost_usd"] = cost.usd if cost is not None else None
+                spent["stop"] = (response.stop or StopInfo(StopReason.END_TURN)).reason.value
+
             try:
                 return await sample(
-                    self.sampling_model,
+                    model,
                     params,
                     max_tokens=server.sampling_max_tokens,
                     protocol_version=connection.protocol_version,
                     redact=connection.redact,
+                    on_response=counted,
                 )
             except Exception as error:  # the model failed: the server is told why
+                spent["error"] = type(error).__name__
                 return _refused(
                     connection.redact(f"the model failed: {type(error).__name__}: {error}")
                 )
+            finally:
+                active.report(AgentEventType.SAMPLING_COMPLETED, {**about, **spent})
 
         return answer
 

@@ -50,6 +50,7 @@ import mcp_types
 from zett_agent._events import AgentEventType, ToolEventSink, tool_events
 from zett_agent._messages import ToolCall
 from zett_agent.errors import ConfigError, MCPAuthorizationError
+from zett_agent.model._budgets import CURRENT_LEDGER, RunBudget
 
 from ._current import CURRENT
 from ._server import MCPServer
@@ -179,6 +180,8 @@ class ActiveCall:
     call: ToolCall | None
     sink: ToolEventSink | None
     samples: int = 0
+    ledger: RunBudget | None = field(default_factory=CURRENT_LEDGER.get)
+    """The ledger of the run whose tool call this is (sampling spend counts there)."""
 
     def report(self, kind: AgentEventType, data: dict[str, Any]) -> None:
         if self.sink is not None and self.call is not None:

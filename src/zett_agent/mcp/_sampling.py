@@ -31,6 +31,7 @@ provider's value) and ``category`` (e.g. a refusal's policy category).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, assert_never
 
 import mcp_types
@@ -113,14 +114,18 @@ async def sample(
     max_tokens: int,
     protocol_version: str | None,
     redact: Any = str,
+    on_response: Callable[[ModelResponse], None] | None = None,
 ) -> mcp_types.CreateMessageResult:
-    """Ask ``model`` (a zett ``ModelClient``) and answer as MCP says."""
+    """Ask ``model`` (a zett ``ModelClient``) and answer as MCP says;
+    ``on_response`` is given the model's response (its usage: the run's ledger)."""
     request = to_request(params, model.name, max_tokens)
     response: ModelResponse | None = None
     async for item in model.stream(request):
         if isinstance(item, ModelResponse):
             response = item
     assert response is not None, "a model's stream ends with its response"
+    if on_response is not None:
+        on_response(response)
     stop = response.stop_info  # normal ends too: their raw value says "stop sequence"
     meta = {STOP_META: stop.to_dict(fields=("reason", "raw", "category"))}
     return mcp_types.CreateMessageResult(

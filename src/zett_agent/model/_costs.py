@@ -24,7 +24,10 @@ from types import ModuleType
 from zett_agent._messages import Cost, Usage
 from zett_agent.vendors import VENDORS
 
-__all__ = ["price", "price_known"]
+__all__ = ["NO_USAGE", "price", "price_known", "usage_missing"]
+
+NO_USAGE = "the provider sent no usage"
+"""Why an answer without token counts has an unknown cost (never 0)."""
 
 _EXTRA = "the 'prices' extra is not installed (pip install 'zett-agent[prices]')"
 
@@ -51,7 +54,10 @@ def price(
 ) -> Cost:
     """The cost of one call of ``provider``'s ``model`` that used ``usage``, at the
     prices in force at ``at`` (the request's time; None: now). Input tokens are the
-    whole input; cache reads and writes are priced at their own rates."""
+    whole input; cache reads and writes are priced at their own rates. A ``usage``
+    without input or output tokens is an unknown cost (:data:`NO_USAGE`), never 0."""
+    if usage_missing(usage):
+        return Cost(None, NO_USAGE)
     provider_id = _provider_id(provider)
     if provider_id is None or not model:
         return Cost(None, f"no price table for {provider}:{model}")
@@ -80,3 +86,9 @@ def price_known(provider: str | None, model: str | None) -> str | None:
     """None when ``provider:model`` has a price, else why not (for ``max_cost``)."""
     cost = price(provider, model, Usage(input_tokens=0, output_tokens=0))
     return cost.unknown
+
+
+def usage_missing(usage: Usage) -> bool:
+    """Whether ``usage`` lacks the input or the output count (the provider sent
+    none, or the stream ended before its usage chunk): its spend is unknown."""
+    return usage.input_tokens is None or usage.output_tokens is None

@@ -257,6 +257,7 @@ class FallbackModel:
                         "stopped",
                         stop=response.stop_info.raw or reason.value,
                         discarded_output=streamed,
+                        usage=response.usage,
                     )
                 )
                 continue

@@ -53,7 +53,8 @@ Mappings, from https://ai.google.dev/api/generate-content#FinishReason (``Finish
   :class:`StreamError` when nothing arrived.
 
 ``usageMetadata`` comes on every chunk and is not cumulative: the last one with counts
-wins. Output tokens include ``thoughtsTokenCount``.
+wins. Output tokens include ``thoughtsTokenCount``; input tokens include
+``toolUsePromptTokenCount`` (server tools' context: web search results).
 
 An input the provider blocks (an image included) arrives as ``promptFeedback.blockReason``
 (google-genai ``BlockedReason``: ``SAFETY``, ``OTHER``, ``BLOCKLIST``,
@@ -158,9 +159,13 @@ _COUNTS = (
     "candidatesTokenCount",
     "thoughtsTokenCount",
     "cachedContentTokenCount",
+    "toolUsePromptTokenCount",
 )
-"""The ``usageMetadata`` counts read: input, output (candidates + thoughts), reasoning, cached
-(``cachedContentTokenCount`` counts implicit-cache hits too)."""
+"""The ``usageMetadata`` counts read: input (prompt + ``toolUsePromptTokenCount``, the
+tokens of tool results and server-tool context the model read), output (candidates +
+thoughts), reasoning, cached (``cachedContentTokenCount`` counts implicit-cache hits
+too). google-genai ``GenerateContentResponseUsageMetadata``: ``total_token_count`` =
+prompt + candidates + tool_use_prompt + thoughts, so input + output is that total."""
 _GROUNDING = ("groundingMetadata", "urlContextMetadata", "citationMetadata")
 """Candidate fields of server tools' citations (``google_search``, ``url_context``): kept
 in the provider record beside ``content``."""
@@ -679,8 +684,11 @@ class GeminiDecoder(Decoder):
 
     def _build(self, info: StopInfo) -> ModelResponse:
         if self._usage_meta is not None:
-            prompt, out, thoughts, cached = (as_int(self._usage_meta.get(k)) for k in _COUNTS)
+            counts = (as_int(self._usage_meta.get(k)) for k in _COUNTS)
+            prompt, out, thoughts, cached, tool_use = counts
             total = None if out is None and thoughts is None else (out or 0) + (thoughts or 0)
+            if tool_use is not None:
+                prompt = (prompt or 0) + tool_use
             self.builder.set_usage(Usage(prompt, total, cached, thoughts))
         for part, pieces in self._merged.values():
             part["text"] = pieces.join()

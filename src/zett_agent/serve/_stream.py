@@ -401,6 +401,9 @@ class UIMessageStream:
                 | AgentEventType.TOOL_PROGRESS
                 | AgentEventType.TOOL_LOG
                 | AgentEventType.RUN_FAILED
+                | AgentEventType.SAMPLING_REQUESTED
+                | AgentEventType.SAMPLING_COMPLETED
+                | AgentEventType.GUARDRAIL_TRIPPED  # its stop went out as data-stop
             ):
                 pass
             case _:

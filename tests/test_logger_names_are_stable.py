@@ -13,8 +13,10 @@ from pathlib import Path
 import zett_agent
 
 LOGGERS = {
+    "zett_agent.a2a",
     "zett_agent.client",
     "zett_agent.goals",
+    "zett_agent.history",
     "zett_agent.mcp",
     "zett_agent.recovery",
     "zett_agent.serve",

@@ -9,7 +9,17 @@ imported below. Command modules import the runtime inside their
 commands, so ``zett --help`` loads none of it.
 """
 
-from zett_agent.cli import _chat, _inspect, _providers, _run, _runs, _serve, _sessions, _worker  # noqa: F401  (each registers its commands)
+from zett_agent.cli import (  # noqa: F401  (each registers its commands)
+    _chat,
+    _doctor,
+    _inspect,
+    _providers,
+    _run,
+    _runs,
+    _serve,
+    _sessions,
+    _worker,
+)
 from zett_agent.cli._main import EXIT_CODES, app
 
 __all__ = ["EXIT_CODES", "app"]

@@ -202,3 +202,50 @@ async def test_the_model_s_own_client_uses_the_pool() -> None:
     assert isinstance(transport, ModelTransport)
     assert transport.limits.max_connections == 7
     await model.aclose()
+
+
+async def test_a_stream_nobody_reads_holds_a_bounded_buffer_and_stalls_the_server() -> None:
+    """Read-ahead is bounded: a response whose reader stopped after one piece holds
+    at most ``2 * READ_AHEAD`` plus one socket read in the pool; aiohttp then stops
+    reading the socket, so the server's writes block (it sees the stalled reader)
+    instead of the client buffering the whole answer."""
+    from zett_agent.model._pool import READ_AHEAD, _Body
+
+    total = 64 * 1024 * 1024
+    sent = [0]
+    done = threading.Event()
+
+    def handle(conn: socket.socket) -> None:
+        conn.recv(65536)
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"content-length: %d\r\n\r\n" % total
+        )
+        piece = b"data: " + b"x" * (64 * 1024 - 8) + b"\n\n"
+        conn.settimeout(10)
+        try:
+            while sent[0] < total and not done.is_set():
+                conn.sendall(piece)
+                sent[0] += len(piece)
+        except OSError:
+            pass
+
+    for url in raw_server(handle):
+        async with client() as http, http.stream("GET", url) as response:
+            pieces = response.aiter_raw()
+            taken = len(await anext(pieces))
+            body = response.stream._stream  # type: ignore[attr-defined]
+            assert isinstance(body, _Body)
+            content = body._response.content
+            # until nothing moves: the client stopped reading, the server is blocked
+            still = 0
+            last = (-1, -1)
+            while still < 10:
+                await anyio.sleep(0.02)
+                now = (content.total_bytes, sent[0])
+                still = still + 1 if now == last else 0
+                last = now
+            buffered = content.total_bytes - taken
+            assert buffered <= 2 * READ_AHEAD + 256 * 1024, buffered
+            assert sent[0] < total / 4  # the server's writes block: back-pressure
+            done.set()

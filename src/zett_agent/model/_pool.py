@@ -82,6 +82,13 @@ __all__ = ["DEFAULT_LIMITS", "ModelTransport", "shared_ssl_context"]
 DEFAULT_LIMITS = httpx.Limits(max_connections=100)
 """A transport's limits when none are given (a Model passes its own ``max_connections``)."""
 
+READ_AHEAD = 64 * 1024
+"""aiohttp's read buffer per response, in bytes: it stops reading the socket once
+twice this is buffered and not taken (aiohttp 3.14's default is 256 KiB, so 512 KiB
+per stream nobody reads); with one socket read past it (asyncio reads up to 256
+KiB at a time) a stalled response holds at most ~384 KiB here, then the kernel's
+buffers fill and the server's writes block: back-pressure reaches the provider."""
+
 MAX_HEADER_LINE = 64 * 1024
 """The longest response status or header line, in bytes (aiohttp's default: 8190)."""
 
@@ -180,6 +187,7 @@ class ModelTransport(httpx.AsyncBaseTransport):
             connector=connector,
             cookie_jar=aiohttp.DummyCookieJar(),
             auto_decompress=False,
+            read_bufsize=READ_AHEAD,
             max_line_size=MAX_HEADER_LINE,
             max_field_size=MAX_HEADER_LINE,
         )

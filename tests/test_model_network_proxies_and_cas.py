@@ -419,3 +419,20 @@ def test_a_proxy_url_is_printed_without_its_credentials() -> None:
     assert redacted("http://user:pa55@proxy:3128") == "http://***@proxy:3128"
     assert redacted("http://proxy:3128") == "http://proxy:3128"
     assert redacted(None) is None
+
+
+def test_under_trio_the_proxy_is_used_too(proxy: Proxy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """trio has no aiohttp: httpx's own transport serves, through the same proxy."""
+    trio = pytest.importorskip("trio", reason="trio (in the dev extra) is not installed")
+    monkeypatch.setenv("HTTP_PROXY", proxy.url())
+    with ReplayServer([Reply.file(RECORDINGS / BODIES["anthropic"])]) as server:
+
+        async def main() -> str:
+            model = Model("anthropic", "m", base_url=server.url, api_key=KEY, stream=False)
+            try:
+                return (await model.complete(_request())).text
+            finally:
+                await model.aclose()
+
+        assert trio.run(main) == "Cached."
+    assert f"-> {_origin(server)}" in proxy.seen()

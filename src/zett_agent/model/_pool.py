@@ -36,11 +36,15 @@ What this adapter does that ``httpx-aiohttp`` 0.2.0 does not (each is tested):
   connection's error before the bytes it buffered ahead of it; they are passed on
   first (the text, the tool-call fragments before the drop), then the error.
 * **Errors mean what they say.** A server that closes the connection is
-  ``httpx.RemoteProtocolError`` (before the headers, or a body cut short), a reset
-  ``httpx.ReadError``, a failed connect ``httpx.ConnectError``, a connect timeout
-  ``httpx.ConnectTimeout``, a read timeout ``httpx.ReadTimeout`` (httpx-aiohttp maps
-  every ``ClientConnectionError``, a server disconnect included, to
-  ``ConnectTimeout``).
+  ``httpx.RemoteProtocolError`` (before the headers, or a body cut short: a reset
+  in the middle of a body too, which aiohttp reports as a short payload), an answer
+  that is not HTTP or a header line over 64 KiB ``RemoteProtocolError``, a reset
+  before the response ``httpx.ReadError``, a failed connect ``httpx.ConnectError``, a
+  connect timeout ``httpx.ConnectTimeout``, a read timeout ``httpx.ReadTimeout``, a
+  proxy that cannot be reached or refuses the tunnel (407) ``httpx.ProxyError``, a
+  URL that is not http(s) ``httpx.UnsupportedProtocol`` (httpx-aiohttp maps every
+  ``ClientConnectionError``, a server disconnect included, to ``ConnectTimeout``).
+  ``tests/test_model_pool.py`` produces each on a socket and pins the whole table.
 
 Also: bytes are passed as they arrive, everything read so far in one piece (HTTP
 chunk boundaries mean nothing to SSE or NDJSON, and fewer, larger pieces are less
@@ -427,10 +431,10 @@ def _mapped(error: Exception, request: httpx.Request, *, before_headers: bool) -
         kind = httpx.RemoteProtocolError  # not HTTP, or a header line over the limit
     elif isinstance(error, aiohttp.NonHttpUrlClientError | aiohttp.InvalidURL):
         kind = httpx.UnsupportedProtocol
+    elif isinstance(error, TimeoutError):  # before OSError, its base class
+        kind = httpx.ReadTimeout
     elif isinstance(error, aiohttp.ClientConnectionError | OSError):
         kind = httpx.ReadError  # a reset, a closed transport
-    elif isinstance(error, asyncio.TimeoutError):
-        kind = httpx.ReadTimeout
     else:
         return error
     return kind(text, request=request)

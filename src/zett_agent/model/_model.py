@@ -220,6 +220,7 @@ class Model:
         self.verify = verify
         self.proxy = proxy
         self.trust_env = trust_env
+        self._pool: ModelTransport | None = None
         self._client = client or self._new_client()
         self._loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
 
@@ -227,16 +228,13 @@ class Model:
         """The model's own client: httpx's API over zett's pool (:mod:`zett_agent.model._pool`;
         the TLS context is made by the first request)."""
         timeout, limits = self._client_settings
-        return httpx.AsyncClient(
-            timeout=timeout,
+        self._pool = ModelTransport(
+            limits=limits,
+            ssl_context=functools.partial(_ssl_context, self.verify, self.trust_env),
+            proxy=self.proxy,
             trust_env=self.trust_env,
-            transport=ModelTransport(
-                limits=limits,
-                ssl_context=functools.partial(_ssl_context, self.verify, self.trust_env),
-                proxy=self.proxy,
-                trust_env=self.trust_env,
-            ),
         )
+        return httpx.AsyncClient(timeout=timeout, trust_env=self.trust_env, transport=self._pool)
 
     def network(self) -> dict[str, str]:
         """How this model reaches its provider, to print (``zett doctor``): ``url``
@@ -252,9 +250,7 @@ class Model:
                 "ca": "the host's httpx client decides",
                 "source": "client=",
             }
-        transport = self._client._transport
-        routes = transport.proxies if isinstance(transport, ModelTransport) else None
-        proxy = routes.for_url(url) if routes is not None else None
+        proxy = self._pool.proxies.for_url(url) if self._pool is not None else None
         if isinstance(self.verify, ssl.SSLContext):
             ca = "the ssl.SSLContext passed as verify="
         elif isinstance(self.verify, str):
@@ -388,6 +384,7 @@ class Model:
                     timeouts=self.timeouts,
                     limits=self.limits,
                     secrets=self.secrets,
+                    pool=self._pool if self._own_client else None,
                 ):
                     yielded = True
                     if isinstance(item, list):  # one network chunk's events

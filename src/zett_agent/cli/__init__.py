@@ -1,7 +1,7 @@
 """The ``zett`` command line, one module per command.
 
 ``main`` holds the typer ``app``, the exit codes, the consoles and the options
-commands share; ``run``, ``chat``, ``inspect``, ``providers``, ``sessions``,
+commands share; ``run``, ``chat``, ``inspect``, ``providers``, ``doctor``, ``sessions``,
 ``serve``, ``worker`` and ``runs`` (``submit`` and ``runs``) each register their
 commands on ``app``; ``output`` prints a run's events (for ``run`` and ``chat``).
 A new command is a new module here that registers itself on ``app`` and is

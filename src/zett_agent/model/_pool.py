@@ -131,8 +131,8 @@ class ModelTransport(httpx.AsyncBaseTransport):
         limits: ``max_connections`` (None: no limit) and ``keepalive_expiry``.
         ssl_context: a TLS context, or a function returning one (called by the
             first https request, so making a transport loads no CA bundle);
-            None: httpx's default context (``SSL_CERT_FILE``/``SSL_CERT_DIR`` or
-            certifi).
+            None: :func:`shared_ssl_context` (``SSL_CERT_FILE``/``SSL_CERT_DIR``
+            or certifi; with ``trust_env=False``, certifi).
         proxy: one proxy URL for every request (``http://``, ``https://``;
             ``socks5://`` goes through httpx's own transport and needs
             ``socksio``); credentials in it go to the proxy only.

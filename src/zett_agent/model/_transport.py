@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import weakref
 import zlib
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
@@ -205,6 +206,19 @@ def _parsed(url: str) -> httpx.URL:
     return parsed
 
 
+_DEFAULTS: weakref.WeakKeyDictionary[httpx.AsyncClient, tuple[httpx.Headers, dict[str, str]]]
+_DEFAULTS = weakref.WeakKeyDictionary()
+
+
+def _defaults(client: httpx.AsyncClient) -> dict[str, str]:
+    """The client's default headers, lower-cased (read again when they are replaced)."""
+    seen = _DEFAULTS.get(client)
+    current = client.headers
+    if seen is None or seen[0] is not current:
+        seen = _DEFAULTS[client] = (current, {k.lower(): v for k, v in current.items()})
+    return seen[1]
+
+
 async def _open_direct(
     client: httpx.AsyncClient,
     pool: httpx.AsyncBaseTransport,
@@ -223,8 +237,7 @@ async def _open_direct(
     body = json.dumps(
         dict(request.body), ensure_ascii=False, separators=(",", ":"), allow_nan=False
     ).encode("utf-8")
-    merged = httpx.Headers(client.headers)
-    merged.update(headers)
+    merged = {**_defaults(client), **{k.lower(): v for k, v in headers.items()}}
     merged["content-type"] = "application/json"
     merged["content-length"] = str(len(body))
     outgoing = httpx.Request(

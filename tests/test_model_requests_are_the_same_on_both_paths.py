@@ -1,7 +1,8 @@
 """A model's own client hands its requests to the pool directly (no httpx client
-layer); a host's ``client=`` goes through ``client.send``. Both send the same bytes
-and headers (names compared without case), keep cookies, apply the same limits and redaction (the fault matrix
-runs the limits on both: virtual time on a host client, the pool matrix on zett's)."""
+layer); a host's ``client=`` goes through ``client.send``. Both send the same body
+bytes and headers (names compared without case), keep cookies, apply the same limits
+and redaction (the fault matrix runs the limits on both: virtual time on a host
+client, the pool matrix on zett's)."""
 
 from __future__ import annotations
 

@@ -133,6 +133,40 @@ def floor_factory(spec: dict[str, Any]) -> Callable[[], Awaitable[int]]:
     return run
 
 
+def aiohttp_floor_factory(spec: dict[str, Any]) -> Callable[[], Awaitable[int]]:
+    """The cheapest client on zett's stack: aiohttp's session straight (no httpx), SSE
+    split by hand from each network chunk, ``json.loads`` of every event: the floor
+    every client over aiohttp can reach (issue 32, item 3)."""
+    import aiohttp
+
+    url = spec["url"]
+    requests = spec["requests"]
+    session: Any = None
+    loads = json.loads
+
+    async def run() -> int:
+        nonlocal session
+        if session is None:
+            session = aiohttp.ClientSession(auto_decompress=False)
+        n = 0
+        for path, body, params in requests:
+            async with session.post(url + path, json=body, params=params or None) as response:
+                tail = b""
+                readany = response.content.readany
+                while chunk := await readany():
+                    *events, tail = (tail + chunk).split(b"\n\n")
+                    for event in events:
+                        for line in event.split(b"\n"):
+                            if line[:5] == b"data:":
+                                data = line[5:].lstrip(b" ")
+                                if data != b"[DONE]":
+                                    loads(data)
+                                n += 1
+        return n
+
+    return run
+
+
 def raw_socket_factory(spec: dict[str, Any]) -> Callable[[], Awaitable[int]]:
     """The server's floor: bytes off a socket, no HTTP parsing."""
     host, port = spec["url"].split("//")[1].split("/")[0].split(":")
@@ -350,6 +384,8 @@ FACTORIES: dict[str, Callable[[dict[str, Any]], Callable[[], Awaitable[int]]]] =
     "floor2 bytes raw_decode": floor_factory,
     "floor pool bytes raw_decode": floor_factory,
     "floor2 pool bytes raw_decode": floor_factory,
+    "floor aiohttp json.loads": aiohttp_floor_factory,
+    "floor2 aiohttp json.loads": aiohttp_floor_factory,
     "zett model": zett_factory,
     "zett agent": zett_factory,
     "zett-0.2.1 model": zett_021_factory,

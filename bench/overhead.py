@@ -16,6 +16,12 @@ the hand-split SSE + ``raw_decode`` floor over the HTTP stack zett's Model uses
 (``floor pool bytes raw_decode``: httpx over ``zett_agent.model._pool``); ``--floor`` picks
 another (``floor bytes raw_decode``: httpx's own pool, for a tree without pool.py).
 Targets: 1.05 (model) and 1.15 (agent).
+
+Measured in the same run, the **aiohttp floor** (``floor aiohttp json.loads``:
+aiohttp's session straight, SSE split by hand per network chunk, ``json.loads``; its
+``floor2`` makes the agent's two requests): the cheapest client on the same stack,
+the one the issue-32 targets are against (``--deltas 20 --fragments 2
+--per-batch 30``: model <= 1.1x, agent <= 1.3x; 10,000 deltas: 1.05x, 1.15x).
 """
 
 from __future__ import annotations
@@ -34,12 +40,18 @@ sys.path.insert(0, str(HERE))
 import run  # noqa: E402
 
 TARGETS = {"zett model": 1.05, "zett agent": 1.15}
+SHORT_TARGETS = {"zett model": 1.1, "zett agent": 1.3}
+"""Against the aiohttp floor, for short requests (at most 100 deltas)."""
+AIOHTTP_FLOOR = "floor aiohttp json.loads"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--deltas", type=int, default=10_000)
+    parser.add_argument("--fragments", type=int, default=200, help="tool-call fragments")
+    parser.add_argument("--per-batch", type=int, default=1, help="runs per timed batch")
+    parser.add_argument("--batches", type=int, default=3)
     parser.add_argument("--src", default=str(HERE.parent / "src"), help="the zett tree measured")
     parser.add_argument("--floor", default="floor pool bytes raw_decode")
     parser.add_argument("--protocols", default=",".join(run.PROTOCOLS))
@@ -47,7 +59,9 @@ def main() -> int:
     args = parser.parse_args()
     floor, floor2 = args.floor, args.floor.replace("floor", "floor2", 1)
     protocols = args.protocols.split(",")
-    clients = (floor, floor2, "zett model", "zett agent")
+    afloor, afloor2 = AIOHTTP_FLOOR, AIOHTTP_FLOOR.replace("floor", "floor2", 1)
+    clients = (floor, floor2, afloor, afloor2, "zett model", "zett agent")
+    targets = SHORT_TARGETS if args.deltas <= 100 else TARGETS
     server = run.Server()
     cpu: dict[tuple[str, str, str], list[float]] = {}
     try:
@@ -58,12 +72,12 @@ def main() -> int:
             for framing, protocol, client in jobs[shift:] + jobs[:shift]:
                 spec = {
                     "client": client,
-                    "url": server.base(framing, protocol, args.deltas, 200),
+                    "url": server.base(framing, protocol, args.deltas, args.fragments),
                     "protocol": protocol,
                     "vendor": run.VENDOR[protocol],
                     "requests": requests[(protocol, int(client.startswith("floor2")))],
-                    "batches": 3,
-                    "per_batch": 1,
+                    "batches": args.batches,
+                    "per_batch": args.per_batch,
                     "src": args.src,
                 }
                 result = run.run_client(sys.executable, spec)
@@ -76,15 +90,27 @@ def main() -> int:
         "load_average": os.getloadavg()[0],
         "rounds": args.rounds,
         "deltas": args.deltas,
+        "fragments": args.fragments,
         "floor": floor,
         "cpu_ms": {},
         "ratios": {},
+        "ratios_aiohttp": {},
     }
+
+    def ratio(framing: str, protocol: str, client: str, base: str) -> float:
+        pairs = zip(cpu[(framing, protocol, client)], cpu[(framing, protocol, base)], strict=True)
+        return round(statistics.median(a / b for a, b in pairs), 3)
+
     for framing in run.FRAMINGS:
         for protocol in protocols:
             key = f"{framing}.{protocol}"
             out["cpu_ms"][key] = {
                 c: round(statistics.median(cpu[(framing, protocol, c)]), 1) for c in clients
+            }
+            out["ratios_aiohttp"][key] = {
+                "zett model": ratio(framing, protocol, "zett model", afloor),
+                "zett agent": ratio(framing, protocol, "zett agent", afloor2),
+                "pool floor": ratio(framing, protocol, floor, afloor),
             }
             out["ratios"][key] = {
                 c: round(
@@ -103,11 +129,15 @@ def main() -> int:
     worst = {c: max(r[c] for r in out["ratios"].values()) for c in TARGETS}
     out["worst"] = worst
     out["met"] = {c: worst[c] <= limit for c, limit in TARGETS.items()}
+    worst_a = {c: max(r[c] for r in out["ratios_aiohttp"].values()) for c in targets}
+    out["worst_aiohttp"] = worst_a
+    out["met_aiohttp"] = {c: worst_a[c] <= limit for c, limit in targets.items()}
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
     print(
-        f"stream overhead: {args.deltas} deltas + 200 tool fragments, {args.rounds} rounds, "
+        f"stream overhead: {args.deltas} deltas + {args.fragments} tool fragments, "
+        f"{args.rounds} rounds, "
         f"floor '{floor}', load average {out['load_average']:.1f}"
     )
     print(
@@ -125,6 +155,19 @@ def main() -> int:
     for client, limit in TARGETS.items():
         verdict = "met" if out["met"][client] else "NOT met"
         print(f"  {client}: worst {worst[client]:.3f}, target {limit}: {verdict}")
+    print(f"  against '{afloor}' (agent: '{afloor2}'), the same run:")
+    head = ("framing", "protocol", "floor ms", "model x", "agent x", "pool floor x")
+    print("  {:9} {:12} {:>9} {:>8} {:>8} {:>13}".format(*head))
+    for key, r in out["ratios_aiohttp"].items():
+        framing, protocol = key.split(".")
+        ms = out["cpu_ms"][key]
+        print(
+            f"  {framing:9} {protocol:12} {ms[afloor]:9.2f} {r['zett model']:8.3f} "
+            f"{r['zett agent']:8.3f} {r['pool floor']:13.3f}"
+        )
+    for client, limit in targets.items():
+        verdict = "met" if out["met_aiohttp"][client] else "NOT met"
+        print(f"  {client}: worst {worst_a[client]:.3f}, target {limit}: {verdict}")
     return 0
 
 

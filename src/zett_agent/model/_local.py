@@ -318,6 +318,8 @@ class LocalLlamaModel(Model):
         self._finalizer: weakref.finalize[Any, Any] | None = None
         self._lock = anyio.Lock()
         self._closed = False
+        if base_url is None:  # its own server on loopback: never through a proxy
+            model_options.setdefault("trust_env", False)
         super().__init__(
             "llamacpp",
             name,

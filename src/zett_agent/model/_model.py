@@ -49,7 +49,8 @@ from zett_agent._messages import AssistantMessage, Message, ToolResultMessage, U
 from zett_agent._parts import MediaPart
 from zett_agent.errors import ConfigError, ProviderError, TransportError
 from zett_agent.model._limits import CallTimeouts, ReadLimits
-from zett_agent.model._pool import ModelTransport
+from zett_agent.model._pool import ModelTransport, ca_bundle, shared_ssl_context
+from zett_agent.model._proxies import redacted
 from zett_agent.model._redact import Redactor, secrets_of
 from zett_agent.model._transport import send
 from zett_agent.protocols import get_protocol
@@ -59,11 +60,17 @@ from zett_agent.vendors import Vendor, get_vendor
 __all__ = ["Model", "ModelClient", "resolve_model", "shared_ssl_context", "stream_chunks"]
 
 
-@functools.cache
-def shared_ssl_context() -> ssl.SSLContext:
-    """The TLS context every :class:`Model`'s own client uses (made once: httpx's
-    defaults, the CA bundle from ``SSL_CERT_FILE``/``SSL_CERT_DIR`` or certifi)."""
-    return httpx.create_ssl_context()
+def _ssl_context(verify: ssl.SSLContext | str | bool, trust_env: bool) -> ssl.SSLContext:
+    """The TLS context for ``verify`` (see :class:`Model`), made by the first https request."""
+    if isinstance(verify, ssl.SSLContext):
+        return verify
+    if verify is True:
+        return shared_ssl_context(trust_env)
+    if verify is False:
+        return httpx.create_ssl_context(verify=False)
+    if os.path.isdir(verify):
+        return ssl.create_default_context(capath=verify)
+    return ssl.create_default_context(cafile=verify)
 
 
 class ModelClient(Protocol):
@@ -123,6 +130,17 @@ class Model:
         max_concurrency: calls in flight at once for this provider, model and
             base URL in the process (None: no limit); the first Model made for
             them sets the number. Waiting for a slot is not charged to the clocks.
+        verify: how the provider's certificate is checked by the model's own
+            client: True (the shared context: ``SSL_CERT_FILE``/``SSL_CERT_DIR``
+            or certifi), an ``ssl.SSLContext``, a CA bundle file or directory
+            path, or False (not checked). Ignored with ``client=``.
+        proxy: one proxy URL for every call (replaces the environment's,
+            ``NO_PROXY`` included). Ignored with ``client=``.
+        trust_env: read ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY``/``NO_PROXY``
+            (:mod:`zett_agent.model._proxies`, httpx 0.28's rules) and
+            ``SSL_CERT_FILE``/``SSL_CERT_DIR``; False: direct connections and
+            certifi's CAs. Ignored with ``client=`` (the client's own setting
+            applies).
 
     Defaults are in :class:`~zett_agent.model.CallTimeouts`.
     """
@@ -149,6 +167,9 @@ class Model:
         headers: Mapping[str, str] | None = None,
         max_retry_wait: float = 60.0,
         max_concurrency: int | None = None,
+        verify: ssl.SSLContext | str | bool = True,
+        proxy: str | None = None,
+        trust_env: bool = True,
     ) -> None:
         self.vendor = get_vendor(vendor) if isinstance(vendor, str) else vendor
         self.name = name
@@ -196,6 +217,10 @@ class Model:
             httpx.Timeout(backstop, connect=connect_timeout, pool=pool_timeout),
             httpx.Limits(max_connections=max_connections),
         )
+        self.verify = verify
+        self.proxy = proxy
+        self.trust_env = trust_env
+        self._pool: ModelTransport | None = None
         self._client = client or self._new_client()
         self._loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
 
@@ -203,10 +228,49 @@ class Model:
         """The model's own client: httpx's API over zett's pool (:mod:`zett_agent.model._pool`;
         the TLS context is made by the first request)."""
         timeout, limits = self._client_settings
-        return httpx.AsyncClient(
-            timeout=timeout,
-            transport=ModelTransport(limits=limits, ssl_context=shared_ssl_context),
+        self._pool = ModelTransport(
+            limits=limits,
+            ssl_context=functools.partial(_ssl_context, self.verify, self.trust_env),
+            proxy=self.proxy,
+            trust_env=self.trust_env,
         )
+        return httpx.AsyncClient(timeout=timeout, trust_env=self.trust_env, transport=self._pool)
+
+    def network(self) -> dict[str, str]:
+        """How this model reaches its provider, to print (``zett doctor``): ``url``
+        (the base URL), ``proxy`` (the proxy URL with its credentials replaced by
+        ``***``, or ``"none (direct)"``), ``ca`` (where the CA certificates come
+        from) and ``source`` (what decided: ``proxy=``, the environment, or the
+        host's client). Reads no network."""
+        url = httpx.URL(self.base_url)
+        if not self._own_client:
+            return {
+                "url": self.base_url,
+                "proxy": "the host's httpx client decides",
+                "ca": "the host's httpx client decides",
+                "source": "client=",
+            }
+        proxy = self._pool.proxies.for_url(url) if self._pool is not None else None
+        if isinstance(self.verify, ssl.SSLContext):
+            ca = "the ssl.SSLContext passed as verify="
+        elif isinstance(self.verify, str):
+            ca = "verify=" + self.verify
+        elif self.verify is False:
+            ca = "not verified (verify=False)"
+        else:
+            ca = ca_bundle(self.trust_env)
+        if self.proxy is not None:
+            source = "proxy="
+        elif self.trust_env:
+            source = "environment"
+        else:
+            source = "trust_env=False"
+        return {
+            "url": self.base_url,
+            "proxy": redacted(proxy) or "none (direct)",
+            "ca": ca,
+            "source": source,
+        }
 
     def _client_here(self) -> httpx.AsyncClient:
         """The HTTP client for the running event loop: the model's own client is
@@ -320,6 +384,7 @@ class Model:
                     timeouts=self.timeouts,
                     limits=self.limits,
                     secrets=self.secrets,
+                    pool=self._pool if self._own_client else None,
                 ):
                     yielded = True
                     if isinstance(item, list):  # one network chunk's events

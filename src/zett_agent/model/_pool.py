@@ -7,9 +7,19 @@ against 1.2 s over aiohttp's connector, which keeps idle connections per host in
 deque). Every :class:`~zett_agent.model.Model` that makes its own client uses
 :class:`ModelTransport`; a host that passes ``client=`` keeps its own httpx client
 and pool. The API above the transport is httpx's (``httpx.AsyncClient``, its
-requests, responses, redirects, cookies, proxies from the environment), so the
-transport module, the watchdog, the size limits and the redirect rule of
-:mod:`zett_agent.model._transport` are the same whichever pool serves a call.
+requests, responses, redirects, cookies), so the transport module, the watchdog,
+the size limits and the redirect rule of :mod:`zett_agent.model._transport` are
+the same whichever pool serves a call.
+
+**Proxies and CAs are read here.** httpx reads no environment proxy for a client
+given a transport, so this transport does, by httpx 0.28's rules
+(:mod:`zett_agent.model._proxies`: ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY``/
+``NO_PROXY``, lower-case too; no CIDR ranges), unless ``trust_env=False`` or an
+explicit ``proxy=``. http goes to the proxy, https through a CONNECT tunnel; the
+proxy URL's credentials become ``Proxy-Authorization`` for the proxy alone (never a
+header httpx sees, so never one a redirect could carry). A SOCKS proxy goes through
+httpx's own transport (which needs ``socksio``). The TLS context is the one passed,
+else :func:`shared_ssl_context` (``SSL_CERT_FILE``/``SSL_CERT_DIR`` or certifi).
 
 What this adapter does that ``httpx-aiohttp`` 0.2.0 does not (each is tested):
 
@@ -26,11 +36,15 @@ What this adapter does that ``httpx-aiohttp`` 0.2.0 does not (each is tested):
   connection's error before the bytes it buffered ahead of it; they are passed on
   first (the text, the tool-call fragments before the drop), then the error.
 * **Errors mean what they say.** A server that closes the connection is
-  ``httpx.RemoteProtocolError`` (before the headers, or a body cut short), a reset
-  ``httpx.ReadError``, a failed connect ``httpx.ConnectError``, a connect timeout
-  ``httpx.ConnectTimeout``, a read timeout ``httpx.ReadTimeout`` (httpx-aiohttp maps
-  every ``ClientConnectionError``, a server disconnect included, to
-  ``ConnectTimeout``).
+  ``httpx.RemoteProtocolError`` (before the headers, or a body cut short: a reset
+  in the middle of a body too, which aiohttp reports as a short payload), an answer
+  that is not HTTP or a header line over 64 KiB ``RemoteProtocolError``, a reset
+  before the response ``httpx.ReadError``, a failed connect ``httpx.ConnectError``, a
+  connect timeout ``httpx.ConnectTimeout``, a read timeout ``httpx.ReadTimeout``, a
+  proxy that cannot be reached or refuses the tunnel (407) ``httpx.ProxyError``, a
+  URL that is not http(s) ``httpx.UnsupportedProtocol`` (httpx-aiohttp maps every
+  ``ClientConnectionError``, a server disconnect included, to ``ConnectTimeout``).
+  ``tests/test_model_pool.py`` produces each on a socket and pins the whole table.
 
 Also: bytes are passed as they arrive, everything read so far in one piece (HTTP
 chunk boundaries mean nothing to SSE or NDJSON, and fewer, larger pieces are less
@@ -52,7 +66,9 @@ loop's connections cannot be used from another loop).
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import functools
 import ssl
 import weakref
 from collections.abc import AsyncIterator, Callable
@@ -60,16 +76,52 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from zett_agent.model._proxies import ProxyRoutes
+
 if TYPE_CHECKING:
     import aiohttp
 
-__all__ = ["DEFAULT_LIMITS", "ModelTransport"]
+__all__ = ["DEFAULT_LIMITS", "ModelTransport", "shared_ssl_context"]
 
 DEFAULT_LIMITS = httpx.Limits(max_connections=100)
 """A transport's limits when none are given (a Model passes its own ``max_connections``)."""
 
+READ_AHEAD = 64 * 1024
+"""aiohttp's read buffer per response, in bytes: it stops reading the socket once
+twice this is buffered and not taken (aiohttp 3.14's default is 256 KiB, so 512 KiB
+per stream nobody reads); with one socket read past it (asyncio reads up to 256
+KiB at a time) a stalled response holds at most ~384 KiB here, then the kernel's
+buffers fill and the server's writes block: back-pressure reaches the provider."""
+
 MAX_HEADER_LINE = 64 * 1024
 """The longest response status or header line, in bytes (aiohttp's default: 8190)."""
+
+
+def shared_ssl_context(trust_env: bool = True) -> ssl.SSLContext:
+    """The TLS context every :class:`~zett_agent.model.Model`'s own client uses, made
+    once per process (per ``trust_env``): httpx's defaults, the CA bundle from
+    ``SSL_CERT_FILE`` or else ``SSL_CERT_DIR`` (read when it is first made, and only
+    with ``trust_env``), else certifi's."""
+    return _ssl_context(bool(trust_env))
+
+
+@functools.cache
+def _ssl_context(trust_env: bool) -> ssl.SSLContext:
+    return httpx.create_ssl_context(trust_env=trust_env)
+
+
+def ca_bundle(trust_env: bool = True) -> str:
+    """Where :func:`shared_ssl_context` takes its CA certificates from, as
+    ``"SSL_CERT_FILE=<path>"``, ``"SSL_CERT_DIR=<path>"`` or ``"certifi <path>"``."""
+    import os
+
+    if trust_env and os.environ.get("SSL_CERT_FILE"):
+        return "SSL_CERT_FILE=" + os.environ["SSL_CERT_FILE"]
+    if trust_env and os.environ.get("SSL_CERT_DIR"):
+        return "SSL_CERT_DIR=" + os.environ["SSL_CERT_DIR"]
+    import certifi
+
+    return "certifi " + certifi.where()
 
 
 class ModelTransport(httpx.AsyncBaseTransport):
@@ -78,9 +130,18 @@ class ModelTransport(httpx.AsyncBaseTransport):
     Args:
         limits: ``max_connections`` (None: no limit) and ``keepalive_expiry``.
         ssl_context: a TLS context, or a function returning one (called by the
-            first https request, so making a transport loads no CA bundle).
+            first https request, so making a transport loads no CA bundle);
+            None: :func:`shared_ssl_context` (``SSL_CERT_FILE``/``SSL_CERT_DIR``
+            or certifi; with ``trust_env=False``, certifi).
+        proxy: one proxy URL for every request (``http://``, ``https://``;
+            ``socks5://`` goes through httpx's own transport and needs
+            ``socksio``); credentials in it go to the proxy only.
+        trust_env: without ``proxy``, read ``HTTP_PROXY``/``HTTPS_PROXY``/
+            ``ALL_PROXY``/``NO_PROXY`` (:mod:`zett_agent.model._proxies`: httpx
+            0.28's rules) when the transport is made; False: connect directly.
 
-    Use it as ``httpx.AsyncClient(transport=ModelTransport(...))``.
+    Use it as ``httpx.AsyncClient(transport=ModelTransport(...))``: httpx reads no
+    environment proxy for a client given a transport, so this transport does.
     """
 
     def __init__(
@@ -88,20 +149,30 @@ class ModelTransport(httpx.AsyncBaseTransport):
         *,
         limits: httpx.Limits = DEFAULT_LIMITS,
         ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
+        proxy: str | httpx.URL | None = None,
+        trust_env: bool = True,
     ) -> None:
         self.limits = limits
         self._ssl = ssl_context
+        self.trust_env = trust_env
+        if proxy is not None:
+            self.proxies = ProxyRoutes.single(proxy)
+        else:
+            self.proxies = ProxyRoutes.from_env() if trust_env else ProxyRoutes.none()
+        self._proxy_args: dict[httpx.URL, tuple[str, str | None]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._session: aiohttp.ClientSession | None = None
         self._slots: asyncio.Semaphore | None = None
-        self._fallback: httpx.AsyncHTTPTransport | None = None
+        self._fallbacks: dict[httpx.URL | None, httpx.AsyncHTTPTransport] = {}
         self._finalizer: weakref.finalize[Any, Any] | None = None
         self._timeouts: dict[tuple[float | None, float | None], Any] = {}
 
     # ------------------------------------------------------------ set-up
 
-    def _context(self) -> ssl.SSLContext | None:
-        if callable(self._ssl):
+    def _context(self) -> ssl.SSLContext:
+        if self._ssl is None:
+            self._ssl = shared_ssl_context(self.trust_env)
+        elif callable(self._ssl):
             self._ssl = self._ssl()
         return self._ssl
 
@@ -120,6 +191,7 @@ class ModelTransport(httpx.AsyncBaseTransport):
             connector=connector,
             cookie_jar=aiohttp.DummyCookieJar(),
             auto_decompress=False,
+            read_bufsize=READ_AHEAD,
             max_line_size=MAX_HEADER_LINE,
             max_field_size=MAX_HEADER_LINE,
         )
@@ -143,20 +215,41 @@ class ModelTransport(httpx.AsyncBaseTransport):
             )
         return timeout
 
-    def _httpx(self) -> httpx.AsyncHTTPTransport:
-        if self._fallback is None:
-            self._fallback = httpx.AsyncHTTPTransport(
-                verify=self._context() or True, limits=self.limits
+    def _httpx(self, proxy: httpx.URL | None) -> httpx.AsyncHTTPTransport:
+        """httpx's own transport (trio; a SOCKS proxy), one per proxy."""
+        transport = self._fallbacks.get(proxy)
+        if transport is None:
+            transport = self._fallbacks[proxy] = httpx.AsyncHTTPTransport(
+                verify=self._context(),
+                limits=self.limits,
+                proxy=proxy,
+                trust_env=self.trust_env,
             )
-        return self._fallback
+        return transport
+
+    def _proxy(self, proxy: httpx.URL) -> tuple[str, str | None]:
+        """aiohttp's form of ``proxy``: its URL without credentials, and the
+        ``Proxy-Authorization`` value they make (None without credentials)."""
+        args = self._proxy_args.get(proxy)
+        if args is None:
+            auth = None
+            if proxy.username or proxy.password:
+                pair = f"{proxy.username}:{proxy.password}".encode()
+                auth = "Basic " + base64.b64encode(pair).decode("ascii")
+            bare = proxy.copy_with(username=None, password=None)
+            args = self._proxy_args[proxy] = (str(bare), auth)
+        return args
 
     # ------------------------------------------------------------ requests
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        proxy = self.proxies.for_url(request.url) if self.proxies else None
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # trio: aiohttp needs asyncio
-            return await self._httpx().handle_async_request(request)
+            return await self._httpx(proxy).handle_async_request(request)
+        if proxy is not None and proxy.scheme not in ("http", "https"):  # socks
+            return await self._httpx(proxy).handle_async_request(request)
         session = self._session
         if session is None or loop is not self._loop or session.closed:
             session = self._open(loop)
@@ -186,6 +279,16 @@ class ModelTransport(httpx.AsyncBaseTransport):
             except httpx.RequestNotRead:
                 body = _chunks(request.stream)  # type: ignore[arg-type]
                 headers = [(k, v) for k, v in headers if k.lower() != "transfer-encoding"]
+            https = request.url.scheme == "https"
+            via: str | None = None
+            proxy_headers: dict[str, str] | None = None
+            if proxy is not None:
+                via, auth = self._proxy(proxy)
+                if auth is not None:
+                    if https:  # on the CONNECT request only
+                        proxy_headers = {"Proxy-Authorization": auth}
+                    else:  # a plain request goes to the proxy itself
+                        headers.append(("Proxy-Authorization", auth))
             try:
                 response = await session.request(
                     request.method,
@@ -194,8 +297,10 @@ class ModelTransport(httpx.AsyncBaseTransport):
                     data=body,
                     allow_redirects=False,
                     timeout=self._timeout(timeouts.get("connect"), timeouts.get("read")),
-                    ssl=(self._context() or True) if request.url.scheme == "https" else True,
+                    ssl=self._context() if https else True,
                     server_hostname=request.extensions.get("sni_hostname"),
+                    proxy=via,
+                    proxy_headers=proxy_headers,
                 )
             except Exception as error:
                 raise _mapped(error, request, before_headers=True) from error
@@ -227,8 +332,9 @@ class ModelTransport(httpx.AsyncBaseTransport):
                 await session.close()
             else:
                 _abandon(session)
-        if self._fallback is not None:
-            await self._fallback.aclose()
+        fallbacks, self._fallbacks = self._fallbacks, {}
+        for transport in fallbacks.values():
+            await transport.aclose()
 
 
 class _Body(httpx.AsyncByteStream):
@@ -315,8 +421,8 @@ def _mapped(error: Exception, request: httpx.Request, *, before_headers: bool) -
         kind = httpx.ConnectTimeout
     elif isinstance(error, aiohttp.ServerTimeoutError):
         kind = httpx.ReadTimeout
-    elif isinstance(error, aiohttp.ClientProxyConnectionError):
-        kind = httpx.ProxyError
+    elif isinstance(error, aiohttp.ClientProxyConnectionError | aiohttp.ClientHttpProxyError):
+        kind = httpx.ProxyError  # the proxy unreachable, or its answer to CONNECT (407)
     elif isinstance(error, aiohttp.ClientConnectorError):
         kind = httpx.ConnectError
     elif isinstance(error, aiohttp.ClientPayloadError):
@@ -325,10 +431,10 @@ def _mapped(error: Exception, request: httpx.Request, *, before_headers: bool) -
         kind = httpx.RemoteProtocolError  # not HTTP, or a header line over the limit
     elif isinstance(error, aiohttp.NonHttpUrlClientError | aiohttp.InvalidURL):
         kind = httpx.UnsupportedProtocol
+    elif isinstance(error, TimeoutError):  # before OSError, its base class
+        kind = httpx.ReadTimeout
     elif isinstance(error, aiohttp.ClientConnectionError | OSError):
         kind = httpx.ReadError  # a reset, a closed transport
-    elif isinstance(error, asyncio.TimeoutError):
-        kind = httpx.ReadTimeout
     else:
         return error
     return kind(text, request=request)

@@ -23,6 +23,9 @@ clocks start when the request is being sent (httpx's ``trace`` extension).
 
 from __future__ import annotations
 
+import json
+import logging
+import weakref
 import zlib
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
@@ -83,6 +86,7 @@ async def send(
     timeouts: CallTimeouts | None = None,
     limits: ReadLimits | None = None,
     secrets: frozenset[str] = frozenset(),
+    pool: httpx.AsyncBaseTransport | None = None,
 ) -> AsyncIterator[list[StreamEvent] | ModelResponse]:
     """Send ``request`` to ``url`` and yield stream events, then one ModelResponse.
 
@@ -96,6 +100,13 @@ async def send(
     client's httpx timeouts for this request; ``timeouts`` and ``limits`` are the
     watchdog's clocks and the size limits (defaults: :mod:`zett_agent.model._limits`).
     ``secrets``: values whose headers never follow a redirect to another origin.
+
+    ``pool``: the client's own transport, for a client that zett made (it follows
+    no redirects): the request is built and handed to it directly, skipping
+    httpx's client layer (URL merging, auth, the redirect loop), with the same
+    request as ``client.send`` would make (the client's default headers and
+    timeout, its cookies sent and kept, its log line). A host's client is always
+    used through ``client.send``.
     """
     timeouts = timeouts or CallTimeouts()
     limits = limits or ReadLimits()
@@ -103,7 +114,7 @@ async def send(
     watch = Watchdog(timeouts, decoder, streamed=streamed)
     try:
         async for item in _send(
-            client, url, request, headers, decoder, watch, timeout, limits, secrets
+            client, url, request, headers, decoder, watch, timeout, limits, secrets, pool
         ):
             yield item
     finally:
@@ -120,10 +131,14 @@ async def _send(
     timeout: httpx.Timeout | None,
     limits: ReadLimits,
     secrets: frozenset[str],
+    pool: httpx.AsyncBaseTransport | None,
 ) -> AsyncIterator[list[StreamEvent] | ModelResponse]:
     sent_headers = {"accept-encoding": "gzip, deflate", **headers, **request.headers}
     try:
-        response = await _open(client, url, request, sent_headers, watch, timeout, secrets)
+        if pool is not None and not client.follow_redirects:
+            response = await _open_direct(client, pool, url, request, sent_headers, watch, timeout)
+        else:
+            response = await _open(client, url, request, sent_headers, watch, timeout, secrets)
     except ExpiredError as expired:
         raise CallTimeoutError(str(expired), limit=expired.limit) from None
     except httpx.PoolTimeout as error:
@@ -175,6 +190,82 @@ async def _open(
                 following.headers.pop(name, None)
         outgoing = following
     raise TransportError(f"more than {client.max_redirects} redirects")
+
+
+_URLS: dict[str, httpx.URL] = {}
+"""Parsed request URLs (a model calls the same few URLs again and again)."""
+_HTTPX_LOG = logging.getLogger("httpx")
+
+
+def _parsed(url: str) -> httpx.URL:
+    parsed = _URLS.get(url)
+    if parsed is None:
+        if len(_URLS) > 1024:
+            _URLS.clear()
+        parsed = _URLS[url] = httpx.URL(url)
+    return parsed
+
+
+_DEFAULTS: weakref.WeakKeyDictionary[httpx.AsyncClient, tuple[httpx.Headers, dict[str, str]]]
+_DEFAULTS = weakref.WeakKeyDictionary()
+
+
+def _defaults(client: httpx.AsyncClient) -> dict[str, str]:
+    """The client's default headers, lower-cased (read again when they are replaced)."""
+    seen = _DEFAULTS.get(client)
+    current = client.headers
+    if seen is None or seen[0] is not current:
+        seen = _DEFAULTS[client] = (current, {k.lower(): v for k, v in current.items()})
+    return seen[1]
+
+
+async def _open_direct(
+    client: httpx.AsyncClient,
+    pool: httpx.AsyncBaseTransport,
+    url: str,
+    request: HTTPRequest,
+    headers: dict[str, str],
+    watch: Watchdog,
+    timeout: httpx.Timeout | None,
+) -> httpx.Response:
+    """:func:`_open` for zett's own client, which follows no redirects: the request
+    ``client.build_request`` would make, handed to the pool without httpx's client
+    layer. The JSON body is encoded as httpx 0.28 encodes it."""
+    target = _parsed(url)
+    if request.params:
+        target = target.copy_merge_params(dict(request.params))
+    body = json.dumps(
+        dict(request.body), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+    ).encode("utf-8")
+    merged = {**_defaults(client), **{k.lower(): v for k, v in headers.items()}}
+    merged["content-type"] = "application/json"
+    merged["content-length"] = str(len(body))
+    outgoing = httpx.Request(
+        request.method,
+        target,
+        headers=merged,
+        content=body,
+        extensions={
+            "trace": watch.trace,
+            "timeout": (timeout if timeout is not None else client.timeout).as_dict(),
+        },
+    )
+    jar = client.cookies
+    if jar:
+        jar.set_cookie_header(outgoing)
+    response = await wait_for(watch, pool.handle_async_request(outgoing))
+    watch.pooling = False
+    if "set-cookie" in response.headers:
+        jar.extract_cookies(response)
+    _HTTPX_LOG.info(
+        'HTTP Request: %s %s "%s %d %s"',
+        outgoing.method,
+        outgoing.url,
+        response.http_version,
+        response.status_code,
+        response.reason_phrase,
+    )
+    return response
 
 
 def _origin(url: httpx.URL) -> tuple[str, str, int | None]:

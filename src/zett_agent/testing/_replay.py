@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -129,6 +130,18 @@ class RecordedRequest:
 
 class _Server(ThreadingHTTPServer):
     request_queue_size = 512  # many concurrent clients (load tests) connect at once
+    tls: ssl.SSLContext | None = None
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        if self.tls is None:
+            super().finish_request(request, client_address)
+            return
+        try:  # the handshake in the connection's own thread
+            wrapped = self.tls.wrap_socket(request, server_side=True)
+        except (ssl.SSLError, OSError):
+            return  # a client that does not trust the certificate
+        with wrapped:
+            super().finish_request(wrapped, client_address)
 
 
 class ReplyScript:
@@ -174,6 +187,9 @@ class ReplayServer(ReplyScript):
     Use as a context manager; ``requests`` lists what arrived, ``remaining`` how
     many replies were not used. ``route``, when given, answers each request with
     ``route(request)`` (a :class:`Reply`; None takes the next scripted reply).
+    ``ssl_context``: a server-side TLS context (its certificate for ``127.0.0.1``
+    or ``host``): the server speaks https, and ``url`` is ``https://<host>:<port>``.
+    ``host``: the name ``url`` uses (the socket listens on 127.0.0.1 either way).
     """
 
     def __init__(
@@ -181,9 +197,13 @@ class ReplayServer(ReplyScript):
         replies: Iterable[Reply] = (),
         *,
         route: Callable[[RecordedRequest], Reply | None] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        host: str = "127.0.0.1",
     ) -> None:
         super().__init__(replies, route=route)
         self._server = _Server(("127.0.0.1", 0), self._handler_class())
+        self._server.tls = ssl_context
+        self._host = host
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
@@ -191,8 +211,9 @@ class ReplayServer(ReplyScript):
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        port = self._server.server_address[1]
+        scheme = "https" if self._server.tls is not None else "http"
+        return f"{scheme}://{self._host}:{port}"
 
     def __enter__(self) -> ReplayServer:
         self._thread.start()

@@ -6,6 +6,12 @@ tool call and its result, reasoning, the "⚠ stopped: ..." notice of an abnorma
 stop (with the tool calls that were withheld), and errors. ``zett run ... >
 out.txt`` so leaves only the text in the file. With ``--json`` each event is one
 JSON line on stdout and nothing is drawn.
+
+Text zett did not write (the answer, reasoning, tool names, arguments and results,
+MCP progress and log lines, provider messages) is shown with its control characters
+escaped (:mod:`zett_agent._terminal_text`): the consoles of ``cli/_main.py`` do it
+for every segment, and a line that must stay one line (a tool's name, a log line) is
+made one here. ``--json`` records stay exact.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from rich.text import Text
 
 from zett_agent._events import AgentEvent, AgentEventType
 from zett_agent._exchange import names_in
+from zett_agent._terminal_text import one_line
 from zett_agent.cli._main import EXIT_CODES
 from zett_agent.errors import ContextOverflowError, TransportError
 from zett_agent.stop import StopInfo, StopReason
@@ -145,7 +152,7 @@ class Printer:
         body = Text(f"⚠ stopped: {key}", style=f"bold {colour}")
         withheld = names_in(stop.detail, "withheld_tool_calls")
         if withheld:
-            names = ", ".join(withheld)
+            names = one_line(", ".join(withheld))
             body.append(f"\nwithheld tool calls (not run): {names}", style=colour)
         self.stop_waiting()
         self.end_text()
@@ -204,7 +211,9 @@ class Printer:
                     call = event.tool_call
                     self.line(
                         Text.assemble(
-                            ("🔧 ", ""), (call.name, "bold cyan"), (f"({call.arguments})", "cyan")
+                            ("🔧 ", ""),
+                            (one_line(call.name), "bold cyan"),
+                            (f"({one_line(call.arguments)})", "cyan"),
                         )
                     )
             case AgentEventType.TOOL_CALL_COMPLETED:
@@ -213,12 +222,13 @@ class Printer:
                     content = result.content
                     if len(content) > 500:
                         content = content[:500] + "…"
+                    content = content.replace("\n", "\n     ")  # lines stay under the ↳
                     style = "red" if result.is_error else "green"
                     self.line(Text.assemble(("   ↳ ", style), (content, style)))
                     self.wait("Waiting for the model…")
             case AgentEventType.TOOL_PROGRESS | AgentEventType.TOOL_LOG:
                 if event.data:
-                    self.line(Text(f"   · {tool_report(event.data)}", style="dim"))
+                    self.line(Text(f"   · {one_line(tool_report(event.data))}", style="dim"))
             case (
                 AgentEventType.MODEL_STOPPED
                 | AgentEventType.MAX_TURNS_REACHED

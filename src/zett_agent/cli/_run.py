@@ -361,7 +361,7 @@ def run_in_terminal(options: RunOptions) -> int:
     try:
         code: int = anyio.run(run_agent, options, out_console(), err_console())
     except KeyboardInterrupt:
-        err_console().print("[red]cancelled[/red]")
+        err_console().print("cancelled", style="red")
         code = EXIT_CODES["cancelled"]
     except BrokenPipeError:
         _quiet_closed_stdout()

@@ -105,7 +105,7 @@ async def bounded_stdio(
             return
         logger.warning("MCP server %s: a message was dropped: %s", params.command, why)
 
-    async def line_read(line: bytes) -> None:
+    async def line_read(line: bytes | bytearray) -> None:
         if not line.strip():
             return
         parsed: Any = None
@@ -170,8 +170,8 @@ async def bounded_stdio(
                             await refuse(head, bytes(tail), why)
                             skipped, head, tail = 0, b"", bytearray()
                         else:
-                            await line_read(bytes(line))
-                            line.clear()
+                            await line_read(line)  # parsed from the buffer: no copy
+                            line = bytearray()
                         start = end + 1
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             return  # the session is gone

@@ -117,3 +117,30 @@ def test_json_events_stay_exact() -> None:
     assert results and results[0]["tool_result"]["content"] == f"result {PAYLOAD}"
     texts = "".join(e.get("text") or "" for e in events if e["type"] == "text_delta")
     assert texts == f"answer {PAYLOAD} end"
+
+
+def test_a_file_name_in_an_error_is_shown_escaped(tmp_path: Any) -> None:
+    name = str(tmp_path / f"photo{ESC}]52;c;aGFja2Vk{ESC}\\{ESC}[2J.png")  # does not exist
+    child = spawn_zett("run", "--model", "openai:gpt-x", "--attach", name, "hi",
+                       env={"OPENAI_API_KEY": "test", "TERM": "dumb"})  # fmt: skip
+    child.logfile_read = seen = io.StringIO()
+    status = finish(child, timeout=60)
+    shown = seen.getvalue()
+    assert status == 2, shown
+    assert ESC not in shown, repr(shown)
+    assert "photo^[]52;c;aGFja2Vk" in shown.replace("\r\n", "").replace("│", "").replace(" ", "")
+
+
+def test_a_hostile_answer_in_a_chat_is_shown_escaped() -> None:
+    with ReplayServer([answer(f"answer {PAYLOAD} end")]) as server:
+        child = spawn_zett("chat", "-m", "openai:gpt-x", "--tools", "none", env=env_for(server))
+        child.logfile_read = seen = io.StringIO()
+        child.expect_exact("> ")
+        child.sendline("hi")
+        child.expect_exact("end")
+        child.expect_exact("> ")
+        child.sendeof()
+        finish(child, timeout=60)
+    shown = seen.getvalue()
+    assert ESC not in shown and "\x9b" not in shown, repr(shown)
+    assert "answer ^[]52;c;aGFja2Vk" in shown

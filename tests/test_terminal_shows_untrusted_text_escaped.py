@@ -96,6 +96,8 @@ def test_a_hostile_mcp_server_and_model_cannot_drive_the_terminal() -> None:
     shown = "^[]52;c;aGFja2Vk"
     for where in ("stderr", "progress", "log", "result", "question", "answer"):
         assert f"{where} {shown}" in shown_all, where  # each reached the terminal, escaped
+    assert "M-^[31m^M   ↳ nothing happened^G end" in shown_all  # the answer: CR, BEL too
+    assert "result ^[]52" in shown_all and "M-^[31m^M" in shown_all.split("result ^[]52")[1]
     assert (
         "args" in shown_all and "\\u001b]52" in shown_all
     )  # the approval prompt shows JSON escapes

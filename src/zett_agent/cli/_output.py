@@ -28,7 +28,7 @@ from rich.text import Text
 
 from zett_agent._events import AgentEvent, AgentEventType
 from zett_agent._exchange import names_in
-from zett_agent._terminal_text import one_line
+from zett_agent._terminal_text import one_line, terminal_safe
 from zett_agent.cli._main import EXIT_CODES
 from zett_agent.errors import ContextOverflowError, TransportError
 from zett_agent.stop import StopInfo, StopReason
@@ -124,9 +124,10 @@ class Printer:
         one: stdout then gets only the validated JSON)."""
         self.stop_waiting()
         if self.structured:
-            self.err.print(text, end="", style="dim", markup=False, soft_wrap=True)
+            self.err.print(terminal_safe(text), end="", style="dim", markup=False, soft_wrap=True)
             return
-        self.out.print(text, end="", markup=False, highlight=False, soft_wrap=True)
+        shown = terminal_safe(text) if getattr(self.out, "safe", False) else text
+        self.out.print(shown, end="", markup=False, highlight=False, soft_wrap=True)
         self.out.file.flush()
         self.at_line_start = text.endswith("\n")
 
@@ -149,7 +150,7 @@ class Printer:
             return
         self.noticed.add(key)
         colour = "red" if stop.reason in _RED else "yellow"
-        body = Text(f"⚠ stopped: {key}", style=f"bold {colour}")
+        body = Text(f"⚠ stopped: {terminal_safe(key)}", style=f"bold {colour}")
         withheld = names_in(stop.detail, "withheld_tool_calls")
         if withheld:
             names = one_line(", ".join(withheld))
@@ -193,7 +194,11 @@ class Printer:
                     self.streamed = True
                     self.stop_waiting()
                     self.err.print(
-                        event.text, end="", style="dim italic", markup=False, soft_wrap=True
+                        terminal_safe(event.text),
+                        end="",
+                        style="dim italic",
+                        markup=False,
+                        soft_wrap=True,
                     )
             case AgentEventType.MODEL_COMPLETED:
                 self.stop_waiting()
@@ -202,7 +207,7 @@ class Printer:
                     self.line(Text(fallback_line(message), style="dim"))
                 if message is not None and not self.streamed:  # a non-streamed answer
                     if message.reasoning:
-                        self.line(Text(message.reasoning, style="dim italic"))
+                        self.line(Text(terminal_safe(message.reasoning), style="dim italic"))
                     if message.text:
                         self.write(message.text)
                 self.streamed = False
@@ -222,7 +227,7 @@ class Printer:
                     content = result.content
                     if len(content) > 500:
                         content = content[:500] + "…"
-                    content = content.replace("\n", "\n     ")  # lines stay under the ↳
+                    content = terminal_safe(content).replace("\n", "\n     ")  # under the ↳
                     style = "red" if result.is_error else "green"
                     self.line(Text.assemble(("   ↳ ", style), (content, style)))
                     self.wait("Waiting for the model…")
@@ -238,7 +243,11 @@ class Printer:
                     self.notice(event.stop)
             case AgentEventType.OUTPUT_INVALID:
                 self.line(
-                    Text(f"✖ the answer did not validate; asking again:\n{event.text}", "yellow")
+                    Text(
+                        f"✖ the answer did not validate; asking again:\n"
+                        f"{terminal_safe(event.text or '')}",
+                        "yellow",
+                    )
                 )
             case AgentEventType.RUN_COMPLETED:
                 self.stop_waiting()
@@ -285,7 +294,7 @@ class Printer:
             self.emit_json({"type": "error", "error": text})
         else:
             self.end_text()
-            self.err.print(Text(f"✖ run failed: {text}", style="bold red"))
+            self.err.print(Text(f"✖ run failed: {terminal_safe(text)}", style="bold red"))
 
 
 def tool_report(data: Mapping[str, Any]) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -164,3 +165,95 @@ async def test_serve_refuses_an_answer_that_does_not_fit_and_keeps_waiting() -> 
             waiting.answer(request.id, "accept", {"x": 1})
         assert waiting.answer(request.id, "accept", {"n": 7})  # still waiting: a valid one
     assert answers[0].content == {"n": 7}
+
+
+@pytest.fixture
+def serve_url() -> Any:
+    """``zett serve``'s app with the hostile server; the model calls ``ask_paint``."""
+    need_mcp()
+    pytest.importorskip("starlette", reason="the serve extra (starlette, uvicorn) is not installed")
+    from serve_support import running_server
+    from zett_agent import Agent, AgentRunConfig
+    from zett_agent.mcp import MCPTools
+    from zett_agent.serve import create_app
+
+    turns = [reply(tool_calls=[ToolCall("c1", "ask_paint", "{}")]), reply("thanks")]
+    agent = Agent(ScriptedModel(*turns), AgentRunConfig("serve-checked"), [])
+    app = create_app(agent, mcp=MCPTools([hostile()]), owns=True)
+    with running_server(app) as url:
+        yield url
+
+
+def test_serve_answers_422_to_an_answer_that_does_not_fit_over_http(serve_url: str) -> None:
+    import threading
+
+    import httpx
+
+    from serve_support import chat_body
+
+    with httpx.stream(
+        "POST", f"{serve_url}/api/chat", json=chat_body("e1", "hi"), timeout=60
+    ) as response:
+        lines = response.iter_lines()
+        seen: list[dict[str, Any]] = []
+
+        def until(kind: str) -> dict[str, Any]:
+            for line in lines:
+                if line.startswith("data: ") and line != "data: [DONE]":
+                    seen.append(json.loads(line[len("data: ") :]))
+                    if seen[-1]["type"] == kind:
+                        return seen[-1]
+            raise AssertionError(f"no {kind} in {[c['type'] for c in seen]}")
+
+        asked = until("data-elicitation")
+        statuses: list[tuple[int, str]] = []
+
+        def answer() -> None:
+            url = f"{serve_url}/api/elicitations/{asked['id']}"
+            for content in ({"word": 5}, {"word": "ok", "admin": True}, {"word": "fine"}):
+                done = httpx.post(url, json={"action": "accept", "content": content})
+                statuses.append((done.status_code, done.text))
+
+        thread = threading.Thread(target=answer)
+        thread.start()
+        output = until("tool-output-available")
+        thread.join(10)
+    assert [status for status, _ in statuses] == [422, 422, 204]
+    assert "word: must be a string" in statuses[0][1]
+    assert "admin: not a field of this form" in statuses[1][1]
+    assert output["output"] == "answered"
+
+
+@pytest.mark.browser
+def test_the_page_makes_no_link_of_a_javascript_url(serve_url: str) -> None:
+    from browser_support import CHROMIUM, CHROMIUM_ARGS
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no chromium at {CHROMIUM}")
+    pytest.importorskip("playwright", reason="playwright is not installed")
+    from playwright import sync_api as playwright_api
+
+    with playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            page = browser.new_page()
+            page.goto(serve_url)
+            checks = page.evaluate(
+                """() => ['https://example.com/a', 'http://127.0.0.1:9/cb', 'http://localhost/',
+                          'javascript:alert(1)', 'JAVASCRIPT:alert(1)', 'file:///etc/passwd',
+                          'data:text/html,x', 'http://example.com/'].map(safeUrl)"""
+            )
+            assert checks == [True, True, True, False, False, False, False, False]
+            links = page.evaluate(
+                """() => ['javascript:alert(1)', 'https://example.com/ok'].map(url => {
+                    const box = renderElicitation({data: {mode: 'url', url, server: 's',
+                                                          message: 'm', fields: []}});
+                    const link = box.querySelector('a');
+                    return link ? link.href : null;
+                })"""
+            )
+            assert links == [None, "https://example.com/ok"]
+        finally:
+            browser.close()

@@ -3,12 +3,11 @@ before they are parsed: a real server process (tests/mcp_servers/hostile_server.
 sends a 9 MiB message, 100,000 content blocks, a resource announced as 1 GB, one
 over the resource limit and a sampling request over its limit; each call gets an
 answer naming the limit, and the server stays usable. The stdio reader is linear
-(the SDK's is quadratic): bench-free check, the 9 MiB line is read in one pass."""
+(the SDK's is quadratic): its time is measured by bench/mcp_stdio.py."""
 
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any
 
 import pytest
@@ -47,16 +46,13 @@ async def test_a_message_over_the_limit_is_an_error_result_and_the_server_goes_o
     from zett_agent.mcp import MCPTools
 
     async with MCPTools([hostile()]) as tools:
-        started = time.perf_counter()
         done = await results_of(
             tools,
             [ToolCall("c1", "big", f'{{"size": {9 * MiB}}}'), ToolCall("c2", "small", "{}")],
         )
-        took = time.perf_counter() - started
     assert done["c1"].is_error
     assert "over the limit of 4194304 (MCPLimits.max_message_bytes)" in done["c1"].content
     assert done["c2"].content == "still here" and not done["c2"].is_error
-    print(f"a 9 MiB message refused in {took:.2f} s")
 
 
 async def test_a_small_limit_applies_and_the_next_call_is_answered() -> None:

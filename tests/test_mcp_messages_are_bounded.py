@@ -69,6 +69,7 @@ async def test_a_small_limit_applies_and_the_next_call_is_answered() -> None:
     assert done["c2"].content == "x" * 1000
 
 
+@pytest.mark.slow  # 2 s alone, over 5 s on a loaded machine: the server builds 100k blocks
 async def test_a_hundred_thousand_content_blocks_are_refused_before_parsing() -> None:
     need_mcp()
     from zett_agent.mcp import MCPTools

@@ -170,3 +170,34 @@ async def test_over_streamable_http_the_same_limits_hold(answers: str) -> None:
     assert "unavailable" not in done["c1"].content  # the session went on
     assert "11 content blocks, over the limit of 10" in done["c2"].content
     assert done["c3"].content == "still here"
+
+
+async def test_the_stdio_reader_skips_a_long_line_at_any_limit_and_reads_the_next() -> None:
+    """Straight on the transport's streams, with a limit smaller than one read."""
+    need_mcp()
+    from mcp.client.stdio import StdioServerParameters
+
+    from zett_agent.mcp import MCPLimits
+    from zett_agent.mcp._stdio import bounded_stdio
+
+    script = "\n".join([
+        "import json, sys",
+        "for data in ('x' * 200000, 'x' * 1000):  # longer than a read; within one read",
+        "    params = {'level': 'info', 'data': data}",
+        "    note = {'jsonrpc': '2.0', 'method': 'notifications/message', 'params': params}",
+        "    sys.stdout.write(json.dumps(note) + '\\n')",
+        "params = {'progressToken': 1, 'progress': 1}",
+        "note = {'jsonrpc': '2.0', 'method': 'notifications/progress', 'params': params}",
+        "sys.stdout.write(json.dumps(note) + '\\n')",
+        "sys.stdout.flush()",
+        "sys.stdin.read()",
+    ])  # fmt: skip
+    params = StdioServerParameters(command=sys.executable, args=["-c", script])
+    for limit in (120, 150, 900):  # the last line has about 100 bytes, the others more
+        with open("/dev/null", "w") as quiet:
+            async with bounded_stdio(params, quiet, MCPLimits(max_message_bytes=limit)) as (
+                read,
+                _,
+            ):
+                first = await read.receive()
+        assert first.message.method == "notifications/progress", limit  # the long one: skipped

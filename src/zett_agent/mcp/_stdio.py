@@ -133,7 +133,8 @@ async def bounded_stdio(
         assert process.stdout is not None
         limit = limits.max_message_bytes
         line = bytearray()
-        skipped = 0  # bytes of a line over the limit (0: not skipping)
+        skipping = False  # in a line over the limit
+        skipped = 0  # its bytes so far
         head = b""
         tail = bytearray()
         try:
@@ -151,11 +152,13 @@ async def bounded_stdio(
                     while start <= len(chunk):
                         end = chunk.find(b"\n", start)
                         piece = chunk[start:] if end < 0 else chunk[start:end]
-                        if not skipped and len(line) + len(piece) > limit:
-                            skipped, head = len(line), bytes(line[:_KEEP])
+                        if not skipping and len(line) + len(piece) > limit:
+                            skipping, skipped, head = True, len(line), bytes(line[:_KEEP])
                             tail = bytearray(line[-_KEEP:])
                             line.clear()
-                        if skipped:
+                            if not head:
+                                head = piece[:_KEEP]
+                        if skipping:
                             skipped += len(piece)
                             tail += piece[-_KEEP:]
                             del tail[:-_KEEP]
@@ -163,12 +166,12 @@ async def bounded_stdio(
                             line += piece
                         if end < 0:
                             break
-                        if skipped:
+                        if skipping:
                             why = limit_text(
                                 "a message from the server", skipped, limit, "max_message_bytes"
                             )
                             await refuse(head, bytes(tail), why)
-                            skipped, head, tail = 0, b"", bytearray()
+                            skipping, skipped, head, tail = False, 0, b"", bytearray()
                         else:
                             await line_read(line)  # parsed from the buffer: no copy
                             line = bytearray()

@@ -201,3 +201,34 @@ async def test_the_stdio_reader_skips_a_long_line_at_any_limit_and_reads_the_nex
             ):
                 first = await read.receive()
         assert first.message.method == "notifications/progress", limit  # the long one: skipped
+
+
+async def test_an_over_limit_answer_with_its_id_mid_message_fails_the_one_request() -> None:
+    need_mcp()
+    import anyio
+    import mcp_types
+    from mcp.client.stdio import StdioServerParameters
+    from mcp.shared.message import SessionMessage
+
+    from zett_agent.mcp import MCPLimits
+    from zett_agent.mcp._stdio import bounded_stdio
+
+    script = "\n".join([
+        "import json, sys",
+        "request = json.loads(sys.stdin.readline())",
+        "pad = 'p' * 20000",
+        "sys.stdout.write('{\"result\": {\"pad\": \"' + pad + '\"}, \"id\": ' + str(request['id'])"
+        " + ', \"more\": \"' + pad + '\", \"jsonrpc\": \"2.0\"}\\n')",
+        "sys.stdout.flush()",
+        "sys.stdin.read()",
+    ])  # fmt: skip
+    params = StdioServerParameters(command=sys.executable, args=["-c", script])
+    with open("/dev/null", "w") as quiet:
+        limits = MCPLimits(max_message_bytes=1000)
+        async with bounded_stdio(params, quiet, limits) as (read, write):
+            ping = mcp_types.JSONRPCRequest(jsonrpc="2.0", id=7, method="ping")
+            await write.send(SessionMessage(ping))
+            with anyio.fail_after(20):  # before: no answer, the call waited for its timeout
+                answer = await read.receive()
+    assert isinstance(answer.message, mcp_types.JSONRPCError) and answer.message.id == 7
+    assert "over the limit of 1000 (MCPLimits.max_message_bytes)" in answer.message.error.message

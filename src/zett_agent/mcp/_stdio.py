@@ -9,7 +9,8 @@ the same streams (``SessionMessage | Exception`` in, ``SessionMessage`` out) and
 * reads bytes and looks for the newline only in the new chunk (one linear pass);
 * holds at most ``max_message_bytes`` of a line; a longer one is skipped to its
   newline, keeping its first and last 4 KiB to learn its id
-  (:func:`~zett_agent.mcp._limits.message_ids`);
+  (:func:`~zett_agent.mcp._limits.message_ids`; an answer whose id is in neither
+  is taken for the only request waiting, when one alone waits);
 * counts content blocks before the SDK's models are made
   (:func:`~zett_agent.mcp._limits.block_problem`);
 * answers what is over a limit as :mod:`zett_agent.mcp._limits` says (an error of
@@ -94,6 +95,8 @@ async def bounded_stdio(
             ids, request = message_ids(head, tail)
         error = mcp_types.ErrorData(code=mcp_types.INVALID_REQUEST, message=f"{why}; not read")
         if not request:
+            if not ids and len(pending) == 1:  # an answer whose id is in its middle
+                ids = list(pending)
             for candidate in ids:
                 if candidate in pending:
                     reply = mcp_types.JSONRPCError(jsonrpc="2.0", id=candidate, error=error)

@@ -163,3 +163,29 @@ async def test_tokens_are_redacted_from_the_sdks_log_records(caplog: Any) -> Non
                 logging.getLogger("client").debug(f"sent Authorization: Bearer {TOKEN}")
     assert TOKEN not in caplog.text
     assert caplog.text.count("[redacted]") == 2
+
+
+async def test_a_token_file_in_a_folder_the_host_chose_is_0600_and_the_folder_keeps_its_mode(
+    tmp_path: Path,
+) -> None:
+    need_mcp()
+    import os
+
+    from mcp.shared.auth import OAuthToken
+
+    from zett_agent.mcp import FileTokenStorage
+
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    folder.chmod(0o755)
+    path = folder / "tokens.json"
+    stale = folder / f".tokens.json.{os.getpid()}.tmp"  # left by a crash, world-readable
+    stale.write_text("old")
+    stale.chmod(0o644)
+    storage = FileTokenStorage(path)
+    await storage.set_tokens(OAuthToken(access_token=TOKEN))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o755  # the host's folder: never chmod
+    assert not stale.exists()
+    tokens = await FileTokenStorage(path).get_tokens()
+    assert tokens is not None and tokens.access_token == TOKEN

@@ -27,6 +27,7 @@ from rich.text import Text
 
 from zett_agent._events import AgentEvent, AgentEventType
 from zett_agent._messages import ToolCall
+from zett_agent._terminal_text import one_line
 from zett_agent.tools._approvals import (
     ApprovalPolicy,
     ApprovalRequest,
@@ -101,7 +102,7 @@ class Asker:
         tools and approval options); ``mcp``: the servers the waiting calls need,
         carried as ``--mcp`` (an approved MCP call cannot run without its server)."""
         assert self.waiting is not None
-        names = ", ".join(call.name for call in self.waiting.calls)
+        names = one_line(", ".join(call.name for call in self.waiting.calls))
         self.err.print(Text(f"⏸ waiting for approval: {names}", style="bold yellow"))
         if self.session_id is not None and db is not None:
             import shlex
@@ -122,7 +123,7 @@ class Asker:
         return APPROVAL_EXIT
 
     def _show(self, call: ToolCall, note: str) -> None:
-        line = Text.assemble(("⏸ ", "yellow"), (describe_call(call), "bold yellow"))
+        line = Text.assemble(("⏸ ", "yellow"), (one_line(describe_call(call)), "bold yellow"))
         if note:
             line.append(f"  {note}", style="dim")
         self.err.print(line, highlight=False, soft_wrap=True)

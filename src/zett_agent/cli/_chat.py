@@ -149,7 +149,7 @@ def _chat_in_terminal(options: RunOptions) -> int:
     try:
         code: int = anyio.run(chat_agent, options, out_console(), err_console())
     except KeyboardInterrupt:  # before the chat began (the model starting)
-        err_console().print("[red]cancelled[/red]")
+        err_console().print("cancelled", style="red")
         code = EXIT_CODES["cancelled"]
     except BrokenPipeError:
         from zett_agent.cli._run import _quiet_closed_stdout
@@ -233,7 +233,7 @@ async def chat_agent(options: RunOptions, out: Console, err: Console) -> int:
                     group.cancel_scope.cancel()
             if keys.left:
                 printer.end_text()
-                err.print("[red]left the chat[/red]")
+                err.print("left the chat", style="red")
                 code = EXIT_CODES["cancelled"]
     except Exception as error:  # starting the MCP servers
         code = report_failure(error, printer)

@@ -275,8 +275,10 @@ def inspect(
         )
     try:
         data = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
-    except OSError as error:
-        raise typer.BadParameter(str(error), param_hint="FILE") from None
+    except OSError as error:  # typer prints it: the file name shown escaped
+        from zett_agent._terminal_text import one_line
+
+        raise typer.BadParameter(one_line(str(error)), param_hint="FILE") from None
     wire = PROTOCOL_CHOICES[protocol] if protocol else vendor.protocol
     if looks_binary(data):
         binary = DecodeError(

@@ -13,7 +13,7 @@ spinners and errors go to stderr. ``NO_COLOR`` turns colour off.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -291,20 +291,50 @@ def _no_color() -> bool:
     return bool(os.environ.get("NO_COLOR"))
 
 
-def out_console() -> Console:
-    """The console for the answer (stdout). A closed stdout (``| head``) raises
-    ``BrokenPipeError`` (rich would exit 1 by itself): the commands end quietly."""
+def _safe_console(**options: Any) -> Console:
+    """A rich console whose rendered text passes
+    :func:`~zett_agent._terminal_text.terminal_safe`: every segment of text (not
+    rich's own control segments, not the styles it writes) is shown with its control
+    characters escaped, so no text zett did not write drives the terminal. Markup is
+    off (a ``[link=...]`` in a server's text would be an OSC 8 link): styles are
+    given as ``style=`` or ``Text`` spans. ``safe=False`` keeps the text exact (the
+    answer on a stdout that is not a terminal)."""
     from rich.console import Console
+    from rich.segment import Segment
 
-    class _Stdout(Console):
+    from zett_agent._terminal_text import terminal_safe
+
+    class _Safe(Console):
+        safe = True
+
+        def render(self, renderable: Any, options: Any = None) -> Iterator[Segment]:
+            for segment in super().render(renderable, options):
+                if self.safe and not segment.control and segment.text:
+                    text = terminal_safe(segment.text)
+                    if text is not segment.text:
+                        segment = Segment(text, segment.style, segment.control)
+                yield segment
+
         def on_broken_pipe(self) -> None:
-            raise BrokenPipeError
+            if self.stderr:
+                super().on_broken_pipe()
+            else:
+                raise BrokenPipeError
 
-    return _Stdout(highlight=False, no_color=_no_color())
+    return _Safe(markup=False, **options)
+
+
+def out_console() -> Console:
+    """The console for the answer (stdout): the text is shown safe
+    (:func:`_safe_console`) on a terminal, exact when stdout is a file or a pipe. A
+    closed stdout (``| head``) raises ``BrokenPipeError`` (rich would exit 1 by
+    itself): the commands end quietly."""
+    console = _safe_console(highlight=False, no_color=_no_color())
+    console.safe = console.is_terminal  # type: ignore[attr-defined]
+    return console
 
 
 def err_console() -> Console:
-    """The console for notices, tool lines, spinners and errors (stderr)."""
-    from rich.console import Console
-
-    return Console(stderr=True, highlight=False, no_color=_no_color())
+    """The console for notices, tool lines, spinners and errors (stderr), its text
+    always shown safe (:func:`_safe_console`)."""
+    return _safe_console(stderr=True, highlight=False, no_color=_no_color())

@@ -6,6 +6,12 @@ tool call and its result, reasoning, the "⚠ stopped: ..." notice of an abnorma
 stop (with the tool calls that were withheld), and errors. ``zett run ... >
 out.txt`` so leaves only the text in the file. With ``--json`` each event is one
 JSON line on stdout and nothing is drawn.
+
+Text zett did not write (the answer, reasoning, tool names, arguments and results,
+MCP progress and log lines, provider messages) is shown with its control characters
+escaped (:mod:`zett_agent._terminal_text`): the consoles of ``cli/_main.py`` do it
+for every segment, and a line that must stay one line (a tool's name, a log line) is
+made one here. ``--json`` records stay exact.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from rich.text import Text
 
 from zett_agent._events import AgentEvent, AgentEventType
 from zett_agent._exchange import names_in
+from zett_agent._terminal_text import one_line, terminal_safe
 from zett_agent.cli._main import EXIT_CODES
 from zett_agent.errors import ContextOverflowError, TransportError
 from zett_agent.stop import StopInfo, StopReason
@@ -131,9 +138,10 @@ class Printer:
         one: stdout then gets only the validated JSON)."""
         self.stop_waiting()
         if self.structured:
-            self.err.print(text, end="", style="dim", markup=False, soft_wrap=True)
+            self.err.print(terminal_safe(text), end="", style="dim", markup=False, soft_wrap=True)
             return
-        self.out.print(text, end="", markup=False, highlight=False, soft_wrap=True)
+        shown = terminal_safe(text) if getattr(self.out, "safe", False) else text
+        self.out.print(shown, end="", markup=False, highlight=False, soft_wrap=True)
         self.out.file.flush()
         self.at_line_start = text.endswith("\n")
 
@@ -156,10 +164,10 @@ class Printer:
             return
         self.noticed.add(key)
         colour = "red" if stop.reason in _RED else "yellow"
-        body = Text(f"⚠ stopped: {key}", style=f"bold {colour}")
+        body = Text(f"⚠ stopped: {terminal_safe(key)}", style=f"bold {colour}")
         withheld = names_in(stop.detail, "withheld_tool_calls")
         if withheld:
-            names = ", ".join(withheld)
+            names = one_line(", ".join(withheld))
             body.append(f"\nwithheld tool calls (not run): {names}", style=colour)
         self.stop_waiting()
         self.end_text()
@@ -200,7 +208,11 @@ class Printer:
                     self.streamed = True
                     self.stop_waiting()
                     self.err.print(
-                        event.text, end="", style="dim italic", markup=False, soft_wrap=True
+                        terminal_safe(event.text),
+                        end="",
+                        style="dim italic",
+                        markup=False,
+                        soft_wrap=True,
                     )
             case AgentEventType.MODEL_COMPLETED:
                 self.stop_waiting()
@@ -209,7 +221,7 @@ class Printer:
                     self.line(Text(fallback_line(message), style="dim"))
                 if message is not None and not self.streamed:  # a non-streamed answer
                     if message.reasoning:
-                        self.line(Text(message.reasoning, style="dim italic"))
+                        self.line(Text(terminal_safe(message.reasoning), style="dim italic"))
                     if message.text:
                         self.write(message.text)
                 self.streamed = False
@@ -218,7 +230,9 @@ class Printer:
                     call = event.tool_call
                     self.line(
                         Text.assemble(
-                            ("🔧 ", ""), (call.name, "bold cyan"), (f"({call.arguments})", "cyan")
+                            ("🔧 ", ""),
+                            (one_line(call.name), "bold cyan"),
+                            (f"({one_line(call.arguments)})", "cyan"),
                         )
                     )
             case AgentEventType.TOOL_CALL_COMPLETED:
@@ -227,15 +241,16 @@ class Printer:
                     content = result.content
                     if len(content) > 500:
                         content = content[:500] + "…"
+                    content = terminal_safe(content).replace("\n", "\n     ")  # under the ↳
                     style = "red" if result.is_error else "green"
                     self.line(Text.assemble(("   ↳ ", style), (content, style)))
                     self.wait("Waiting for the model…")
             case AgentEventType.TOOL_PROGRESS | AgentEventType.TOOL_LOG:
                 if event.data:
-                    self.line(Text(f"   · {tool_report(event.data)}", style="dim"))
+                    self.line(Text(f"   · {one_line(tool_report(event.data))}", style="dim"))
             case AgentEventType.SAMPLING_COMPLETED:
                 if event.data:
-                    self.line(Text(f"   · {sampling_report(event.data)}", style="dim"))
+                    self.line(Text(f"   · {one_line(sampling_report(event.data))}", style="dim"))
             case (
                 AgentEventType.MODEL_STOPPED
                 | AgentEventType.MAX_TURNS_REACHED
@@ -245,7 +260,11 @@ class Printer:
                     self.notice(event.stop)
             case AgentEventType.OUTPUT_INVALID:
                 self.line(
-                    Text(f"✖ the answer did not validate; asking again:\n{event.text}", "yellow")
+                    Text(
+                        f"✖ the answer did not validate; asking again:\n"
+                        f"{terminal_safe(event.text or '')}",
+                        "yellow",
+                    )
                 )
             case AgentEventType.RUN_COMPLETED:
                 self.stop_waiting()
@@ -294,7 +313,7 @@ class Printer:
             self.emit_json({"type": "error", "error": text})
         else:
             self.end_text()
-            self.err.print(Text(f"✖ run failed: {text}", style="bold red"))
+            self.err.print(Text(f"✖ run failed: {terminal_safe(text)}", style="bold red"))
 
 
 def tool_report(data: Mapping[str, Any]) -> str:

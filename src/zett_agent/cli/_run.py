@@ -326,17 +326,18 @@ def read_attachments(paths: Sequence[Path], max_bytes: int) -> tuple[MediaPart, 
     unknown media type or over ``max_bytes`` (judged from its size, unread) is a
     ``typer.BadParameter`` (exit 2) naming it."""
     from zett_agent._parts import part_from_file
+    from zett_agent._terminal_text import one_line
 
     parts = []
     for path in paths:
         try:
             parts.append(part_from_file(path, max_bytes=max_bytes))
-        except OSError as error:
+        except OSError as error:  # typer prints it: a file name shown escaped
             raise typer.BadParameter(
-                f"{path}: {error.strerror or error}", param_hint="--attach"
+                one_line(f"{path}: {error.strerror or error}"), param_hint="--attach"
             ) from None
         except ValueError as error:  # PartTooLargeError too
-            raise typer.BadParameter(f"{path}: {error}", param_hint="--attach") from None
+            raise typer.BadParameter(one_line(f"{path}: {error}"), param_hint="--attach") from None
     return tuple(parts)
 
 
@@ -366,7 +367,7 @@ def run_in_terminal(options: RunOptions) -> int:
     try:
         code: int = anyio.run(run_agent, options, out_console(), err_console())
     except KeyboardInterrupt:
-        err_console().print("[red]cancelled[/red]")
+        err_console().print("cancelled", style="red")
         code = EXIT_CODES["cancelled"]
     except BrokenPipeError:
         _quiet_closed_stdout()

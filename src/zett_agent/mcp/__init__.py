@@ -2,7 +2,9 @@
 
 * :class:`MCPServer` — how to reach one server (a command for stdio, a URL for
   streamable HTTP) and which of its tools to offer (prefix, allow/deny lists,
-  timeout, result size limit).
+  timeout, result size limit) and :class:`MCPLimits`, how much its messages may hold
+  (:mod:`zett_agent.mcp._limits`, every transport; stdio read by
+  :mod:`zett_agent.mcp._stdio`).
 * :class:`MCPTools` — connects to servers (``async with``), names their tools
   (namespacing collisions), offers them to an agent (:meth:`MCPTools.attach`) and
   lists them again when a server says they changed.
@@ -48,6 +50,7 @@ from ._auth import (
 )
 from ._convert import MCPTool, result_text
 from ._elicitation import ElicitationField, ElicitationRequest, ElicitationResponse
+from ._limits import MCPLimits
 from ._resources import MCPPrompt, MCPResource
 from ._schema import sanitize_name, sanitize_schema
 from ._server import MCPServer
@@ -59,6 +62,7 @@ __all__ = [
     "ElicitationResponse",
     "FileTokenStorage",
     "MCPAuthorizationError",
+    "MCPLimits",
     "MCPPrompt",
     "MCPResource",
     "MCPServer",

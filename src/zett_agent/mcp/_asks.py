@@ -32,9 +32,12 @@ from zett_agent.stop import StopInfo, StopReason
 
 from ._elicitation import (
     DEFAULT_ELICITATION_TIMEOUT,
+    REASON_META,
     Elicit,
     ElicitationRequest,
     ElicitationResponse,
+    answer_problem,
+    url_problem,
 )
 from ._sampling import sample
 
@@ -92,6 +95,9 @@ class Asks:
             if active is None or self.elicit is None:  # outside a gated call: never
                 return mcp_types.ElicitResult(action="decline")
             request = _request(connection, params, active.call)
+            if request.mode == "url" and (problem := url_problem(request.url)) is not None:
+                logger.warning("MCP server %s: elicitation declined: %s", request.server, problem)
+                return _declined("decline", problem)  # the host never sees it
             active.report(AgentEventType.TOOL_INPUT_REQUESTED, request.to_dict())
             response = ElicitationResponse.cancel()
             with connection.person_asked(), anyio.move_on_after(self.elicitation_timeout):
@@ -99,6 +105,10 @@ class Asks:
             content = dict(response.content or {}) if response.action == "accept" else None
             if request.mode == "url":
                 content = None
+            elif content is not None and (problem := answer_problem(request.schema, content)):
+                why = f"the answer does not fit the requested schema: {problem}"
+                logger.warning("MCP server %s: elicitation not answered: %s", request.server, why)
+                return _declined("cancel", why)  # never sent
             return mcp_types.ElicitResult(action=response.action, content=content)
 
         return answer
@@ -118,6 +128,15 @@ class Asks:
             if over is not None and over.stop is not None:  # the run's budget: no new spend
                 return _refused(f"the run's budget was reached: {over.stop.message}")
             active.samples += 1
+            chars = _sampling_chars(params)
+            limit = server.limits.max_sampling_chars
+            if chars > limit:
+                from ._limits import limit_text
+
+                why = limit_text(
+                    "this sampling request", chars, limit, "max_sampling_chars", "characters"
+                )
+                return _refused(f"{why}; the model was not asked")
             about = {"server": server.label, "model": model.name}
             active.report(AgentEventType.SAMPLING_REQUESTED, dict(about))
             spent: dict[str, Any] = {}
@@ -177,12 +196,15 @@ class Asks:
             if active is not None and active.sink is not None:
                 active.report(AgentEventType.TOOL_LOG, data)
             else:
-                logger.log(
+                from zett_agent._terminal_text import one_line
+
+                shown = data["data"] if isinstance(data["data"], str) else _json_text(data["data"])
+                logger.log(  # a log handler may print it on a terminal: shown safe
                     _LEVELS.get(params.level, logging.INFO),
                     "MCP server %s (%s): %s",
                     connection.server.label,
-                    params.logger or "log",
-                    data["data"],
+                    one_line(params.logger or "log"),
+                    one_line(shown),
                 )
 
         return received
@@ -209,6 +231,20 @@ def _request(connection: Connection, params: Any, call: Any) -> ElicitationReque
     )
 
 
+def _sampling_chars(params: Any) -> int:
+    """Characters of a sampling request's text: its system prompt and every text
+    block of its messages."""
+    total = len(params.system_prompt or "")
+    for message in params.messages:
+        content = message.content if isinstance(message.content, list) else [message.content]
+        total += sum(len(getattr(item, "text", "") or "") for item in content)
+    return total
+
+
+def _declined(action: Any, reason: str) -> mcp_types.ElicitResult:
+    return mcp_types.ElicitResult(action=action, _meta={REASON_META: reason})
+
+
 def _refused(message: str) -> mcp_types.ErrorData:
     return mcp_types.ErrorData(code=mcp_types.INVALID_REQUEST, message=message)
 
@@ -217,6 +253,12 @@ def _root(item: str) -> mcp_types.Root:
     uri = item if "://" in item else Path(item).expanduser().resolve().as_uri()
     name = uri.rstrip("/").rsplit("/", 1)[-1] or uri
     return mcp_types.Root(uri=uri, name=name)  # type: ignore[arg-type]
+
+
+def _json_text(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _json(value: Any) -> Any:

@@ -107,15 +107,20 @@ class MemoryTokenStorage(TokenStorage):
 
 class FileTokenStorage(TokenStorage):
     """One server's tokens and client registration in a JSON file only its owner
-    can read: the file is written with mode 0600 (replaced atomically) in a folder
-    of mode 0700.
+    can read: the file is created with mode 0600 (a new temporary file opened with
+    ``O_CREAT | O_EXCL`` and that mode, then renamed over the old one), so no moment
+    exists where another user could read it.
 
     ``path`` default: ``$XDG_STATE_HOME/zett/mcp-auth/<16 hex of the URL's
     SHA-256>.json`` (``~/.local/state`` without ``XDG_STATE_HOME``), one per
-    ``server_url``. A file that cannot be read is treated as empty.
+    ``server_url``; zett's own folder ``mcp-auth`` is kept at mode 0700. The folder
+    of a ``path`` the host gives is made (0700) only when it is missing: an existing
+    folder's mode is the host's, never changed. A file that cannot be read is
+    treated as empty.
     """
 
     def __init__(self, path: str | Path | None = None, *, server_url: str | None = None) -> None:
+        self._own_folder = path is None
         if path is None:
             if server_url is None:
                 raise ValueError("FileTokenStorage needs a path or a server_url")
@@ -134,14 +139,25 @@ class FileTokenStorage(TokenStorage):
     def _write(self, key: str, value: dict[str, Any]) -> None:
         data = self._read()
         data[key] = value
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with contextlib.suppress(OSError):
-            self.path.parent.chmod(0o700)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # only if missing
+        if self._own_folder:  # zett's folder, never one the host chose
+            with contextlib.suppress(OSError):
+                self.path.parent.chmod(0o700)
         temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
-            json.dump(data, out)
-        os.replace(temporary, self.path)
+        with contextlib.suppress(FileNotFoundError):
+            temporary.unlink()  # a stale one (any mode, any owner's link) is never reused
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        descriptor = os.open(temporary, flags, 0o600)
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+                if hasattr(os, "fchmod"):
+                    os.fchmod(out.fileno(), 0o600)  # whatever the umask
+                json.dump(data, out)
+            os.replace(temporary, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+            raise
 
     async def get_tokens(self) -> OAuthToken | None:
         raw = self._read().get("tokens")

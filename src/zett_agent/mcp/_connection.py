@@ -417,20 +417,33 @@ class Connection:
                 elif response.is_success and str(response.url) == server.url:
                     self._denied = None
 
+            from ._stdio import BoundedHTTP
+
             http = httpx2.AsyncClient(
                 headers=dict(server.headers),
                 auth=server.auth,
                 timeout=httpx2.Timeout(30.0, read=300.0),
                 event_hooks={"response": [seen]},
+                transport=BoundedHTTP(server.limits),
             )
             await stack.enter_async_context(http)
-            return streamable_http_client(server.url, http_client=http)
+            return streamable_http_client(
+                server.url,
+                http_client=http,
+                max_sse_event_size=2 * server.limits.max_message_bytes,  # ours comes first
+            )
         assert server.command, "a stdio MCPServer has a command"
+        from ._stdio import bounded_stdio, safe_errlog
+
         command, *args = server.command
         params = StdioServerParameters(
             command=command, args=list(args), env=dict(server.env) or None, cwd=server.cwd
         )
-        return stdio_client(params, errlog=server.log or sys.stderr)
+        errlog, close_errlog = safe_errlog(server.log)
+        stack.callback(close_errlog)  # after the client (and the process) is closed
+        if sys.platform == "win32":  # pragma: no cover - the SDK's reader there
+            return stdio_client(params, errlog=errlog)
+        return bounded_stdio(params, errlog, server.limits)
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, mcp_types.ToolListChangedNotification):

@@ -17,7 +17,9 @@ How a result becomes the text the model reads (MCP specification, "Tools" →
                         specification asks servers to repeat it as text)
 ======================  =====================================================
 
-The whole text is cut at the tool's ``max_result_chars`` with a note saying so.
+The whole text is cut at the tool's ``max_result_chars`` with a note saying so. A
+result of more than ``max_content_blocks`` items (``MCPLimits``) is an error result
+naming the limit (a stdio transport refuses it before it is parsed).
 ``isError: true`` makes an error result (``is_error=True``) with the same text.
 A call that fails in any other way (the server crashed, hung past the timeout,
 exited, was unreachable, needs authorization, or answered with a JSON-RPC error)
@@ -84,6 +86,7 @@ class MCPTool(Tool):
     timeout: float | None = math.inf
     call_timeout: float = 60.0
     max_result_chars: int = 100_000
+    max_content_blocks: int = 1_000
     send: CallFunction | None = None
     redact: Callable[[str], str] = str
     """Takes the server's credentials out of a result text (tokens it may echo)."""
@@ -122,6 +125,12 @@ class MCPTool(Tool):
                     f"{type(error).__name__}: {error}"
                 ),
             )
+        if len(result.content) > self.max_content_blocks:
+            from ._limits import limit_text
+
+            count, limit = len(result.content), self.max_content_blocks
+            why = limit_text("the result", count, limit, "max_content_blocks", "content blocks")
+            return _error(call, f"MCP server {self.server}: tool {self.server_name!r}: {why}")
         text = self.redact(result_text(result, self.max_result_chars))
         parts = result_parts(result)
         return ToolResultMessage(
@@ -138,6 +147,7 @@ def make_tool(
     protocol: str | None,
     timeout: float,
     max_result_chars: int,
+    max_content_blocks: int = 1_000,
     requires_approval: bool = False,
     redact: Callable[[str], str] = str,
 ) -> MCPTool:
@@ -155,6 +165,7 @@ def make_tool(
         protocol=protocol,
         call_timeout=timeout,
         max_result_chars=max_result_chars,
+        max_content_blocks=max_content_blocks,
         send=send,
         redact=redact,
     )

@@ -14,7 +14,17 @@ rules, in order:
    boolean or enum): :attr:`ElicitationRequest.defaults` are the schema's
    ``default`` values, for a form to start from or to accept as they are.
    URL mode: the person is sent to ``url``; accepting means they went.
-4. The wait for the person does not count against the call's timeout (the
+   A URL is opened only when it is ``https:`` with a host, or ``http:`` to this
+   machine (``localhost``, 127.0.0.0/8, ``::1``); any other (``javascript:``,
+   ``file:``, ``data:``, plain ``http:`` elsewhere, one with spaces or control
+   characters) is declined at once with the reason (:func:`url_problem`, in the
+   result's ``_meta["zett-agent/reason"]``), and never reaches the host.
+4. An accepted form answer is checked against the requested schema before it is
+   sent (:func:`answer_problem`: only the form's fields, each of its type, enum
+   and constraints); one that does not fit is never sent: the server gets
+   ``cancel`` with the reason, and ``zett serve``'s page is answered 422 naming
+   the field (the request keeps waiting for a valid answer).
+5. The wait for the person does not count against the call's timeout (the
    connection's clocks stop, :meth:`~zett_agent.mcp._connection.Connection.person_asked`);
    it is bounded by ``elicitation_timeout`` (default 600 s), after which the
    request is answered ``cancel``; cancelling the run ends the wait too.
@@ -36,12 +46,18 @@ import anyio
 
 __all__ = [
     "DEFAULT_ELICITATION_TIMEOUT",
+    "REASON_META",
     "Elicit",
     "ElicitationField",
     "ElicitationRequest",
     "ElicitationResponse",
+    "answer_problem",
     "ask_in_terminal",
+    "url_problem",
 ]
+
+REASON_META = "zett-agent/reason"
+"""The ``_meta`` key of an elicitation result that says why zett declined it."""
 
 DEFAULT_ELICITATION_TIMEOUT = 600.0
 """Seconds a person may take to answer one elicitation (then: ``cancel``)."""
@@ -186,6 +202,84 @@ def _choices(spec: Mapping[str, Any]) -> tuple[tuple[str, ...], bool]:
     return (), multiple
 
 
+def url_problem(url: str) -> str | None:
+    """Why zett does not send a person to ``url`` (None: it is ``https:`` with a
+    host, or ``http:`` to this machine)."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    if not url or any(ch.isspace() or not ch.isprintable() for ch in url):
+        return "the URL is empty or holds spaces or control characters"
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+    except ValueError:
+        return "the URL cannot be read"
+    scheme = parts.scheme.lower()
+    if scheme == "https" and host:
+        return None
+    if scheme == "http" and host:
+        if host == "localhost" or host.endswith(".localhost"):
+            return None
+        try:
+            if ipaddress.ip_address(host).is_loopback:
+                return None
+        except ValueError:
+            pass
+        return "an http: URL is opened only on this machine (localhost); use https:"
+    return f"zett opens only https: URLs (and http: to localhost), not {scheme or 'this'}: ones"
+
+
+def answer_problem(schema: Mapping[str, Any], content: Any) -> str | None:
+    """Why ``content`` (an accepted form answer) does not fit the requested
+    ``schema``, naming the field; None when it does. Checked: an object, only the
+    form's fields, the required ones present, each of its type (an integer is a
+    whole number, a boolean never a number) and choices, then the schema's own
+    constraints (``jsonschema``, when the schema can be read)."""
+    if not isinstance(content, Mapping):
+        return "the answer must be an object of the form's fields"
+    request = ElicitationRequest(mode="form", message="", server="", schema=schema)
+    fields = {item.name: item for item in request.fields}
+    for name in content:
+        if name not in fields:
+            return f"{name}: not a field of this form"
+    for item in fields.values():
+        if item.name not in content:
+            if item.required:
+                return f"{item.name}: required"
+            continue
+        problem = _value_problem(item, content[item.name])
+        if problem is not None:
+            return f"{item.name}: {problem}"
+    from ._convert import _schema_problem
+
+    return _schema_problem(schema, dict(content))
+
+
+def _value_problem(item: ElicitationField, value: Any) -> str | None:
+    if item.multiple:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return "must be a list of choices"
+        wrong = [v for v in value if item.choices and v not in item.choices]
+        return f"{wrong[0]!r} is not one of {', '.join(item.choices)}" if wrong else None
+    kinds: dict[str, tuple[type, ...]] = {
+        "string": (str,),
+        "number": (int, float),
+        "integer": (int,),
+        "boolean": (bool,),
+    }
+    wanted = kinds.get(item.type)
+    if wanted is None:
+        return None
+    if isinstance(value, bool) and item.type != "boolean":
+        return f"must be a {item.type}"
+    if not isinstance(value, wanted):
+        return f"must be a {item.type}"
+    if item.choices and value not in item.choices:
+        return f"{value!r} is not one of {', '.join(item.choices)}"
+    return None
+
+
 def coerce(field: ElicitationField, text: str) -> Any:
     """A typed value from what a person typed (raises ``ValueError``)."""
     if field.multiple:
@@ -212,11 +306,14 @@ async def ask_in_terminal(request: ElicitationRequest) -> ElicitationResponse:
     if not sys.stdin.isatty():
         return ElicitationResponse.decline()
 
+    from zett_agent._terminal_text import one_line, terminal_safe
+
     def ask() -> ElicitationResponse:
         out = sys.stderr
-        print(f"\nMCP server {request.server} asks: {request.message}", file=out)
+        server, message = one_line(request.server), terminal_safe(request.message)
+        print(f"\nMCP server {server} asks: {message}", file=out)
         if request.mode == "url":
-            print(f"  open: {request.url}", file=out)
+            print(f"  open: {one_line(request.url)}", file=out)
             done = input("Did you complete it there? [y/N] ").strip().lower()
             return (
                 ElicitationResponse.accept()
@@ -229,8 +326,9 @@ async def ask_in_terminal(request: ElicitationRequest) -> ElicitationResponse:
         for item in request.fields:
             hint = f" ({'/'.join(item.choices)})" if item.choices else f" ({item.type})"
             shown = "" if item.default is None else f" [{json.dumps(item.default)}]"
+            prompt = one_line(f"  {item.title or item.name}{hint}{shown}: ")
             while True:
-                text = input(f"  {item.title or item.name}{hint}{shown}: ").strip()
+                text = input(prompt).strip()
                 if not text:
                     if item.default is not None:
                         content[item.name] = item.default
@@ -241,7 +339,7 @@ async def ask_in_terminal(request: ElicitationRequest) -> ElicitationResponse:
                     content[item.name] = coerce(item, text)
                     break
                 except ValueError as error:
-                    print(f"  {error}", file=out)
+                    print(f"  {one_line(str(error))}", file=out)
         return ElicitationResponse.accept(content)
 
     return await anyio.to_thread.run_sync(ask, abandon_on_cancel=True)

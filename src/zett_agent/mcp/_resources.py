@@ -21,7 +21,10 @@ prompts             :meth:`~ServerContent.list_prompts`, and
 ==================  ==============================================================
 
 A request that fails is the documented ``ConfigError`` naming the server (never an
-``ExceptionGroup``), like the listing of tools. ``server`` picks a server by its
+``ExceptionGroup``), like the listing of tools. A read is bounded by the server's
+``MCPLimits.max_resource_bytes``: a resource whose listed ``size`` is over it is
+refused before anything is read, one whose contents are over it after the read
+(``ConfigError`` naming the limit either way). ``server`` picks a server by its
 position in ``MCPTools.servers``, its own name (``serverInfo``) or its label
 (command line or URL); None: every server (for lists) or the one that lists the
 URI (for reads).
@@ -29,6 +32,7 @@ URI (for reads).
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import warnings
 from collections.abc import Awaitable, Callable
@@ -69,7 +73,8 @@ OnUpdate = Callable[[str], Awaitable[None] | None]
 @dataclass(frozen=True)
 class MCPResource:
     """A resource a server lists: ``uri``, ``name``, ``title``, ``description``,
-    ``mime_type``; ``server`` is the server's label."""
+    ``mime_type``, ``size`` (bytes, as the server announced it; None: not
+    said); ``server`` is the server's label."""
 
     server: str
     uri: str
@@ -77,6 +82,7 @@ class MCPResource:
     title: str = ""
     description: str = ""
     mime_type: str = ""
+    size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +102,7 @@ class ServerContent:
 
     connections: list[Connection]
     _resource_owner: dict[str, Connection]
+    _resource_size: dict[str, int | None]
 
     # ------------------------------------------------------------ choosing
 
@@ -146,6 +153,7 @@ class ServerContent:
                 )
                 for item in page.resources:
                     self._resource_owner.setdefault(str(item.uri), connection)
+                    self._resource_size[str(item.uri)] = item.size
                     found.append(
                         MCPResource(
                             server=connection.server.label,
@@ -154,6 +162,7 @@ class ServerContent:
                             title=item.title or "",
                             description=item.description or "",
                             mime_type=item.mime_type or "",
+                            size=item.size,
                         )
                     )
                 cursor = page.next_cursor
@@ -164,11 +173,32 @@ class ServerContent:
     async def read_resource(
         self, uri: str, *, server: ServerKey = None
     ) -> mcp_types.ReadResourceResult:
-        """``resources/read`` of ``uri`` (its text or blob contents)."""
+        """``resources/read`` of ``uri`` (its text or blob contents); raises
+        ``ConfigError`` for a failed read or one over ``max_resource_bytes``."""
+        from ._convert import _size
+        from ._limits import limit_text
+
         connection = await self._owner(uri, server)
+        limit = connection.server.limits.max_resource_bytes
+        label = connection.server.label
+        if uri not in self._resource_size:
+            with contextlib.suppress(ConfigError):  # its announced size comes first
+                await self.list_resources(self.connections.index(connection))
+        announced = self._resource_size.get(uri)
+        if announced is not None and announced > limit:
+            why = limit_text(f"resource {uri}", announced, limit, "max_resource_bytes")
+            raise ConfigError(f"MCP server {label}: {why} (as its listing says); not read")
         result: mcp_types.ReadResourceResult = await self._ask(
             connection, f"resources/read {uri}", lambda c: c.read_resource(uri)
         )
+        held = sum(
+            len(item.text.encode()) if isinstance(item, mcp_types.TextResourceContents)
+            else _size(getattr(item, "blob", ""))
+            for item in result.contents
+        )  # fmt: skip
+        if held > limit:
+            why = limit_text(f"resource {uri}", held, limit, "max_resource_bytes")
+            raise ConfigError(f"MCP server {label}: {why}")
         return result
 
     async def resource_message(self, uri: str, *, server: ServerKey = None) -> UserMessage:

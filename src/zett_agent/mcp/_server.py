@@ -15,6 +15,8 @@ from typing import Any, TextIO
 
 from zett_agent.errors import ConfigError
 
+from ._limits import DEFAULT_MCP_LIMITS, MCPLimits
+
 __all__ = ["MCPServer"]
 
 
@@ -63,6 +65,9 @@ class MCPServer:
             0: sampling is not declared, every request refused.
         sampling_max_tokens: the most output tokens one sampling request gets
             (a larger ``maxTokens`` is lowered to it).
+        limits: the most the server's messages may hold
+            (:class:`~zett_agent.mcp.MCPLimits`: message bytes, content blocks,
+            resource bytes, sampling text), on every transport.
     """
 
     command: tuple[str, ...] | None = None
@@ -85,6 +90,7 @@ class MCPServer:
     log_level: str | None = None
     sampling: int = 0
     sampling_max_tokens: int = 4096
+    limits: MCPLimits = DEFAULT_MCP_LIMITS
 
     @classmethod
     def stdio(cls, command: str, *args: str, **options: Any) -> MCPServer:

@@ -127,6 +127,7 @@ class MCPTools(ServerContent, Extension):
         self._owners: dict[str, _Key] = {}  # every name given, and what it means
         self._offered = False  # names are fixed from the first attach on
         self._resource_owner: dict[str, Connection] = {}
+        self._resource_size: dict[str, int | None] = {}  # the size each one announced
 
     async def __aenter__(self) -> MCPTools:
         stack = AsyncExitStack()
@@ -282,6 +283,7 @@ class MCPTools(ServerContent, Extension):
             protocol=self.protocol,
             timeout=server.timeout,
             max_result_chars=server.max_result_chars,
+            max_content_blocks=server.limits.max_content_blocks,
             requires_approval=server.needs_approval(tool.name),
             redact=connection.redact,
         )

@@ -28,7 +28,9 @@ class Elicitations:
     """The elicitations waiting for the page, by their id."""
 
     def __init__(self) -> None:
-        self._waiting: dict[str, tuple[anyio.Event, list[ElicitationResponse]]] = {}
+        self._waiting: dict[
+            str, tuple[anyio.Event, list[ElicitationResponse], ElicitationRequest]
+        ] = {}
 
     async def ask(self, request: ElicitationRequest) -> ElicitationResponse:
         """Wait for the page's answer to ``request`` (its id is the chunk's)."""
@@ -36,7 +38,7 @@ class Elicitations:
 
         answered = anyio.Event()
         box: list[ElicitationResponse] = []
-        self._waiting[request.id] = (answered, box)
+        self._waiting[request.id] = (answered, box, request)
         try:
             await answered.wait()
         finally:
@@ -46,15 +48,20 @@ class Elicitations:
     def answer(self, elicitation_id: str, action: str, content: Mapping[str, Any] | None) -> bool:
         """Resolve a waiting request; False when none has that id (answered, or
         over). Raises ``ValueError`` for an action other than accept, decline,
-        cancel."""
-        from zett_agent.mcp._elicitation import ElicitationResponse
+        cancel, or an accepted form answer that does not fit the requested schema
+        (naming the field; the request keeps waiting for a valid one)."""
+        from zett_agent.mcp._elicitation import ElicitationResponse, answer_problem
 
         if action not in ACTIONS:
             raise ValueError(f"action must be one of {', '.join(ACTIONS)}")
         waiting = self._waiting.get(elicitation_id)
         if waiting is None:
             return False
-        answered, box = waiting
+        answered, box, request = waiting
+        if action == "accept" and request.mode == "form":
+            problem = answer_problem(request.schema, content or {})
+            if problem is not None:
+                raise ValueError(f"the answer does not fit the form: {problem}")
         box.append(ElicitationResponse(action, dict(content or {}) if action == "accept" else None))  # type: ignore[arg-type]
         answered.set()
         return True

@@ -338,6 +338,17 @@ function decide(part, approved) {
 // An MCP server asks the person during a tool call (data-elicitation): a form of
 // its fields, started from their defaults, or a link (URL mode). The answer goes
 // to POST /api/elicitations/{id}; the tool call goes on when it arrives.
+// A URL the page makes a link: https:, or http: to this machine (the MCP client
+// declines any other before it reaches the page; this holds for a page too).
+function safeUrl(text) {
+  let url;
+  try { url = new URL(text); } catch { return false; }
+  if (url.protocol === 'https:') return url.hostname !== '';
+  const local = url.hostname === 'localhost' || url.hostname.endsWith('.localhost')
+    || /^127\./.test(url.hostname) || url.hostname === '[::1]';
+  return url.protocol === 'http:' && local;
+}
+
 function renderElicitation(part) {
   const data = part.data;
   const box = el('form', 'elicitation');
@@ -349,9 +360,13 @@ function renderElicitation(part) {
   }
   const inputs = {};
   if (data.mode === 'url') {
-    const link = el('a', 'url', data.url);
-    link.href = data.url; link.target = '_blank'; link.rel = 'noopener noreferrer';
-    box.append(link);
+    if (safeUrl(data.url)) {
+      const link = el('a', 'url', data.url);
+      link.href = data.url; link.target = '_blank'; link.rel = 'noopener noreferrer';
+      box.append(link);
+    } else {
+      box.append(el('span', 'url', data.url));  // shown, never a link
+    }
   }
   for (const field of data.fields || []) {
     const label = el('label', 'field');

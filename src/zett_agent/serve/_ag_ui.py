@@ -232,8 +232,12 @@ class AGUIEventStream:
                 self._output = event.output
                 if event.usage is not None:
                     self._usage = _usage(event.usage, self._model)
+            case AgentEventType.GUARDRAIL_TRIPPED:  # the stop itself comes as zett.step_stop
+                out.append(_custom("zett.guardrail_tripped", dict(event.data or {})))
             case (
                 AgentEventType.RUN_STARTED
+                | AgentEventType.SAMPLING_REQUESTED
+                | AgentEventType.SAMPLING_COMPLETED
                 | AgentEventType.TOOL_CALL_DELTA  # held: the call is sent whole
                 | AgentEventType.TOOL_CALL_STARTED
                 | AgentEventType.PARTIAL_OUTPUT

@@ -72,6 +72,7 @@ async def _go_on(
         chunks(_after(first, events), place.message_id, place.tool_ids, answered(place, decisions)),
         on_close=lambda: state.running.discard(session_id),
         settings=state.settings,
+        stalls=state.stalls,
         events=events,
     )
 

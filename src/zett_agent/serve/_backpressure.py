@@ -1,10 +1,20 @@
-"""Between a run and a client: a bounded queue, and a slow reader's limit.
+"""Between a run and a client: a bounded queue, and a slow reader's limits.
 
 :class:`UIStreamResponse` streams a run's UI message chunks (:func:`chunks`) through
 a queue bounded by ``ServeSettings.stream_buffer_bytes``: the run reads on while the
-client keeps up; when the queue is full the run waits, and a client that reads
-nothing for ``slow_client_timeout`` seconds is dropped (its run is cancelled and
-stored as INTERRUPTED, as any disconnect).
+client keeps up; when the queue is full the run waits, and so stops reading its
+model stream (back-pressure: the next model event is read only once the queue has
+room). A client that reads nothing for ``slow_client_timeout`` seconds is dropped
+(its run is cancelled and stored as INTERRUPTED, as any disconnect).
+
+Each waiting run keeps its model connection, so the runs that may wait at once
+are counted per app (:class:`~._context.Stalls`, ``ServeSettings.max_stalled_streams``): a
+run whose queue fills while that many wait already is cancelled at once, the same
+way, with ``detail["limit"] == "max_stalled_streams"`` (a run counts once it has
+waited :data:`STALLED_AFTER` seconds: a client that reads, only slower than the
+model writes, waits less and never counts). Clients that never read
+can then hold at most that many of the model's connections (the pool's default is
+100), never every other chat's.
 """
 
 from __future__ import annotations
@@ -22,7 +32,7 @@ from zett_agent._events import AgentEvent
 from zett_agent._resume import cancelling
 from zett_agent.tools._approvals import Decision
 
-from ._context import ServeSettings
+from ._context import ServeSettings, Stalls
 from ._failure import failure_text
 from ._stream import DONE, UI_MESSAGE_STREAM_HEADERS, ToolCallIds, UIMessageStream, sse
 
@@ -40,7 +50,9 @@ class UIStreamResponse(StreamingResponse):
     answer so far as INTERRUPTED (cancelled). A client that stops reading fills the
     queue; when the run has waited ``settings.slow_client_timeout`` for room, it is
     cancelled the same way, with ``detail["limit"] == "slow_client_timeout"`` and the
-    reason as the stop's message, and the connection is closed. What is queued is
+    reason as the stop's message, and the connection is closed; ``stalls`` (the
+    app's count of such waits) cancels it at once, ``"max_stalled_streams"``, when
+    its limit of runs wait already. What is queued is
     sent in one write. ``on_close`` is called once, as soon as the run has ended
     (its tail may still be on its way to the client) or the response ends first
     (the server frees the session). ``events``: a run's events already started (their first
@@ -53,12 +65,14 @@ class UIStreamResponse(StreamingResponse):
         on_close: Callable[[], None],
         settings: ServeSettings | None = None,
         events: AsyncGenerator[AgentEvent, None] | None = None,
+        stalls: Stalls | None = None,
     ) -> None:
         super().__init__(chunks, headers=dict(UI_MESSAGE_STREAM_HEADERS))
         self._chunks = chunks
         self._on_close = on_close
         self._settings = settings or ServeSettings()
         self._events = events
+        self._stalls = stalls or Stalls(self._settings.max_stalled_streams)
         self._released = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -67,7 +81,7 @@ class UIStreamResponse(StreamingResponse):
         # a second task writes to the client, so a client that does not read blocks
         # only the writer, and the run is cancelled after slow_client_timeout.
         settings = self._settings
-        outbox = _Outbox(settings.stream_buffer_bytes)
+        outbox = _Outbox(settings.stream_buffer_bytes, self._stalls)
         try:
             async with anyio.create_task_group() as group:
 
@@ -102,19 +116,15 @@ class UIStreamResponse(StreamingResponse):
                 try:
                     async with aclosing(self._chunks) as chunks:
                         async for data in chunks:
-                            if not await outbox.put(data, settings.slow_client_timeout):
-                                why = (
-                                    f"the client read nothing for "
-                                    f"{settings.slow_client_timeout:g} s with "
-                                    f"{settings.stream_buffer_bytes} bytes of the stream "
-                                    f"waiting (slow_client_timeout)"
-                                )
+                            limit = await outbox.put(data, settings.slow_client_timeout)
+                            if limit is not None:
+                                why = _why(limit, settings, self._stalls)
                                 logger.warning("cancelling a run: %s", why)
                                 # shielded: a disconnect now must not cut the
                                 # run's own cleanup (the stop it stores) short
                                 with (
                                     anyio.CancelScope(shield=True),
-                                    cancelling("slow_client_timeout", why),
+                                    cancelling(limit, why),
                                 ):
                                     await chunks.aclose()
                                 outbox.stalled = True
@@ -139,15 +149,36 @@ class UIStreamResponse(StreamingResponse):
             self._on_close()
 
 
+STALLED_AFTER = 1.0
+"""Seconds a run waits for room in its full queue before it counts as stalled
+(towards ``max_stalled_streams``); a shorter wait is ordinary back-pressure (a
+client reading slower than the model writes)."""
+
+
+def _why(limit: str, settings: ServeSettings, stalls: Stalls) -> str:
+    if limit == "max_stalled_streams":
+        return (
+            f"the client read nothing for {STALLED_AFTER:g} s with "
+            f"{settings.stream_buffer_bytes} bytes of the stream waiting, while "
+            f"{stalls.limit} other runs of this server waited for clients that do not "
+            "read (max_stalled_streams)"
+        )
+    return (
+        f"the client read nothing for {settings.slow_client_timeout:g} s with "
+        f"{settings.stream_buffer_bytes} bytes of the stream waiting (slow_client_timeout)"
+    )
+
+
 class _Outbox:
     """The queue between a run and its response: bytes not yet sent, at most
     ``limit`` of them (one chunk larger than that waits for an empty queue)."""
 
-    __slots__ = ("_items", "_limit", "_ready", "_room", "_size", "done", "stalled")
+    __slots__ = ("_items", "_limit", "_ready", "_room", "_size", "_stalls", "done", "stalled")
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, stalls: Stalls) -> None:
         self._items: deque[bytes] = deque()
         self._limit = limit
+        self._stalls = stalls
         self._size = 0
         self._ready = anyio.Event()  # set: something to send, or done
         self._room = anyio.Event()  # set: the sender took what was queued
@@ -157,19 +188,42 @@ class _Outbox:
     def _full(self, size: int) -> bool:
         return self._size > 0 and self._size + size > self._limit
 
-    async def put(self, data: bytes, timeout: float) -> bool:
-        """Queue ``data``; False when the queue stayed full for ``timeout`` seconds."""
-        if self._full(len(data)):
-            with anyio.move_on_after(timeout):
-                while self._full(len(data)):
-                    self._room = anyio.Event()
-                    await self._room.wait()
-            if self._full(len(data)):
-                return False
+    async def put(self, data: bytes, timeout: float) -> str | None:
+        """Queue ``data``; the limit that ended the wait for room instead:
+        ``"slow_client_timeout"`` when the queue stayed full for ``timeout`` seconds,
+        ``"max_stalled_streams"`` when it stayed full for :data:`STALLED_AFTER`
+        seconds while the app's limit of stalled runs wait already."""
+        if not self._full(len(data)):
+            self._append(data)
+            return None
+        grace = min(STALLED_AFTER, timeout)
+        if await self._room_within(len(data), grace):  # ordinary back-pressure
+            self._append(data)
+            return None
+        stalls = self._stalls
+        if grace < timeout and stalls.count >= stalls.limit:
+            return "max_stalled_streams"
+        stalls.count += 1
+        try:
+            room = await self._room_within(len(data), timeout - grace)
+        finally:
+            stalls.count -= 1
+        if not room:
+            return "slow_client_timeout"
+        self._append(data)
+        return None
+
+    async def _room_within(self, size: int, seconds: float) -> bool:
+        with anyio.move_on_after(seconds):
+            while self._full(size):
+                self._room = anyio.Event()
+                await self._room.wait()
+        return not self._full(size)
+
+    def _append(self, data: bytes) -> None:
         self._items.append(data)
         self._size += len(data)
         self._ready.set()
-        return True
 
     async def get(self) -> bytes | None:
         """Everything queued, joined (None once the run is done and all is sent)."""

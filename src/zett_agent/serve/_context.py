@@ -89,6 +89,17 @@ class ServeSettings:
     max_parts_per_body: int = DEFAULT_MAX_PARTS_PER_BODY
 
 
+class Stalls:
+    """How many runs of one app wait, their queue full, for a client that does
+    not read (at most ``limit`` at once)."""
+
+    __slots__ = ("count", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.count = 0
+
+
 @dataclass
 class State:
     agent: Agent
@@ -97,6 +108,10 @@ class State:
     own: bool
     running: set[str] = field(default_factory=set)
     elicitations: Elicitations = field(default_factory=Elicitations)
+    stalls: Stalls = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.stalls = Stalls(self.settings.max_stalled_streams)
 
 
 # ---------------------------------------------------------------- helpers

@@ -131,6 +131,7 @@ async def chat(request: Request) -> Response:
         chunks(events, assistant_message_id(seq)),  # a new message after the question
         on_close=lambda: state.running.discard(session_id),
         settings=state.settings,
+        stalls=state.stalls,
     )
 
 
@@ -234,6 +235,7 @@ async def resume(request: Request) -> Response:
         chunks(events, place.message_id, place.tool_ids),
         on_close=lambda: state.running.discard(session_id),
         settings=state.settings,
+        stalls=state.stalls,
     )
 
 

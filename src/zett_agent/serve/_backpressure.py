@@ -10,9 +10,10 @@ room). A client that reads nothing for ``slow_client_timeout`` seconds is droppe
 Each waiting run keeps its model connection, so the runs that may wait at once
 are counted per app (:class:`~._context.Stalls`, ``ServeSettings.max_stalled_streams``): a
 run whose queue fills while that many wait already is cancelled at once, the same
-way, with ``detail["limit"] == "max_stalled_streams"`` (a run counts once it has
-waited :data:`STALLED_AFTER` seconds: a client that reads, only slower than the
-model writes, waits less and never counts). Clients that never read
+way, with ``detail["limit"] == "max_stalled_streams"`` (a run counts once its
+client has taken nothing for :data:`STALLED_AFTER` seconds, the kernel's buffer
+for the connection full: a client that reads, only slower than the model writes,
+waits less and never counts). Clients that never read
 can then hold at most that many of the model's connections (the pool's default is
 100), never every other chat's.
 """
@@ -100,9 +101,11 @@ class UIStreamResponse(StreamingResponse):
                             }
                         )
                         while (data := await outbox.get()) is not None:
+                            outbox.sending()
                             await send(
                                 {"type": "http.response.body", "body": data, "more_body": True}
                             )
+                            outbox.sent()
                         if not outbox.stalled:
                             await send(
                                 {"type": "http.response.body", "body": b"", "more_body": False}
@@ -132,6 +135,7 @@ class UIStreamResponse(StreamingResponse):
                                 break
                 finally:
                     outbox.close()
+                    outbox.sent()  # this run no longer counts as stalled
                 # the run is over: the session is free while its tail is written
                 # (a client that stops reading now holds no session)
                 self._release()
@@ -150,18 +154,17 @@ class UIStreamResponse(StreamingResponse):
 
 
 STALLED_AFTER = 1.0
-"""Seconds a run waits for room in its full queue before it counts as stalled
-(towards ``max_stalled_streams``); a shorter wait is ordinary back-pressure (a
-client reading slower than the model writes)."""
+"""Seconds the response may wait for its client to take bytes (a ``send`` that has
+not returned: the kernel's buffer for the connection is full) before its run counts
+as stalled, towards ``max_stalled_streams``; a shorter wait is ordinary
+back-pressure (a client reading slower than the model writes)."""
 
 
 def _why(limit: str, settings: ServeSettings, stalls: Stalls) -> str:
     if limit == "max_stalled_streams":
         return (
-            f"the client read nothing for {STALLED_AFTER:g} s with "
-            f"{settings.stream_buffer_bytes} bytes of the stream waiting, while "
-            f"{stalls.limit} other runs of this server waited for clients that do not "
-            "read (max_stalled_streams)"
+            f"the client took nothing for {STALLED_AFTER:g} s while {stalls.limit} other "
+            "runs of this server waited for clients that do not read (max_stalled_streams)"
         )
     return (
         f"the client read nothing for {settings.slow_client_timeout:g} s with "
@@ -171,46 +174,79 @@ def _why(limit: str, settings: ServeSettings, stalls: Stalls) -> str:
 
 class _Outbox:
     """The queue between a run and its response: bytes not yet sent, at most
-    ``limit`` of them (one chunk larger than that waits for an empty queue)."""
+    ``limit`` of them (one chunk larger than that waits for an empty queue); and
+    whether the writer waits on its client (``sending``), for :class:`Stalls`."""
 
-    __slots__ = ("_items", "_limit", "_ready", "_room", "_size", "_stalls", "done", "stalled")
+    __slots__ = (
+        "_counted", "_items", "_limit", "_ready", "_room", "_size", "_stalls",
+        "done", "sending_since", "stalled",
+    )  # fmt: skip
 
     def __init__(self, limit: int, stalls: Stalls) -> None:
         self._items: deque[bytes] = deque()
         self._limit = limit
         self._stalls = stalls
+        self._counted = False  # this run is one of stalls.count
         self._size = 0
         self._ready = anyio.Event()  # set: something to send, or done
         self._room = anyio.Event()  # set: the sender took what was queued
         self.done = False
         self.stalled = False  # the run was cancelled for a client that did not read
+        self.sending_since: float | None = None  # a send to the client has not returned
 
     def _full(self, size: int) -> bool:
         return self._size > 0 and self._size + size > self._limit
 
-    async def put(self, data: bytes, timeout: float) -> str | None:
-        """Queue ``data``; the limit that ended the wait for room instead:
-        ``"slow_client_timeout"`` when the queue stayed full for ``timeout`` seconds,
-        ``"max_stalled_streams"`` when it stayed full for :data:`STALLED_AFTER`
-        seconds while the app's limit of stalled runs wait already."""
-        if not self._full(len(data)):
-            self._append(data)
-            return None
-        grace = min(STALLED_AFTER, timeout)
-        if await self._room_within(len(data), grace):  # ordinary back-pressure
-            self._append(data)
+    def sending(self) -> None:
+        """The writer starts a send to the client."""
+        self.sending_since = anyio.current_time()
+
+    def sent(self) -> None:
+        """The client took what was sent (or the response ended): not stalled."""
+        self.sending_since = None
+        if self._counted:
+            self._counted = False
+            self._stalls.count -= 1
+
+    def _stall_limit(self) -> str | None:
+        """Count this run as stalled once its send has waited STALLED_AFTER; the
+        limit it finds reached (then it must end), or None."""
+        since = self.sending_since
+        if self._counted or since is None or anyio.current_time() < since + STALLED_AFTER:
             return None
         stalls = self._stalls
-        if grace < timeout and stalls.count >= stalls.limit:
+        if stalls.count >= stalls.limit:
             return "max_stalled_streams"
         stalls.count += 1
-        try:
-            room = await self._room_within(len(data), timeout - grace)
-        finally:
-            stalls.count -= 1
-        if not room:
-            return "slow_client_timeout"
-        self._append(data)
+        self._counted = True
+        return None
+
+    async def put(self, data: bytes, timeout: float) -> str | None:
+        """Queue ``data``; the limit that ended the run's wait instead:
+        ``"slow_client_timeout"`` when the queue stayed full for ``timeout`` seconds,
+        ``"max_stalled_streams"`` when the client has taken nothing for
+        :data:`STALLED_AFTER` seconds while the app's limit of stalled runs wait
+        already."""
+        limit = self._stall_limit()
+        if limit is not None:
+            return limit
+        size = len(data)
+        deadline = anyio.current_time() + timeout
+        while self._full(size):
+            now = anyio.current_time()
+            until = deadline
+            if not self._counted and self.sending_since is not None:
+                until = min(until, self.sending_since + STALLED_AFTER)
+            if await self._room_within(size, max(0.0, until - now)):
+                break
+            if anyio.current_time() >= deadline:
+                return "slow_client_timeout"
+            limit = self._stall_limit()
+            if limit is not None:
+                return limit
+        self._items.append(data)
+        self._size += size
+        self._ready.set()
         return None
 
     async def _room_within(self, size: int, seconds: float) -> bool:
@@ -219,11 +255,6 @@ class _Outbox:
                 self._room = anyio.Event()
                 await self._room.wait()
         return not self._full(size)
-
-    def _append(self, data: bytes) -> None:
-        self._items.append(data)
-        self._size += len(data)
-        self._ready.set()
 
     async def get(self) -> bytes | None:
         """Everything queued, joined (None once the run is done and all is sent)."""

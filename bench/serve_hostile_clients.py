@@ -150,12 +150,16 @@ def info_time(client: Any, url: str) -> float:
     return time.perf_counter() - started
 
 
-def series(url: str, chats: int) -> dict[str, float]:
+def series(url: str, chats: int, *, warm: bool = False) -> dict[str, float]:
+    """``chats`` chats one after another, then as many ``GET /api/info``; ``warm``:
+    one chat first, untimed (the baseline's model connection opened; under load the
+    first chat is the figure that matters, so it is timed)."""
     import httpx
 
     with httpx.Client(timeout=120) as client:
-        info_time(client, url)  # the connection is open before anything is timed
-        first_output(client, url, -1)  # and the model's connection too
+        info_time(client, url)  # the connection to the server is open before anything
+        if warm:
+            first_output(client, url, -1)
         chat = [first_output(client, url, n) for n in range(chats)]
         info = [info_time(client, url) for _ in range(chats)]
     return {
@@ -186,7 +190,7 @@ def stalled_reader(url: str, n: int) -> socket.socket:
 
 
 def big_body_part(url: str, src: Path, chats: int, parts: int) -> dict[str, Any]:
-    alone = series(url, chats)
+    alone = series(url, chats, warm=True)
     process = start([__file__, "--poster", url, str(parts)], src)
     try:
         assert process.stdout is not None
@@ -201,7 +205,7 @@ def big_body_part(url: str, src: Path, chats: int, parts: int) -> dict[str, Any]
 
 
 def stalled_part(url: str, chats: int, readers: int) -> dict[str, Any]:
-    alone = series(url, chats)
+    alone = series(url, chats, warm=True)
     socks = [stalled_reader(url, n) for n in range(readers)]
     try:
         time.sleep(2.0)  # every stalled chat has its run, its queue full

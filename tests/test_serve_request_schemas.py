@@ -361,3 +361,22 @@ def test_resume_takes_no_fields(server: tuple[str, ReplayServer]) -> None:
     assert len(replay.requests) == calls
     taken = httpx.post(f"{url}/api/sessions/res1/resume", json={}, timeout=30)
     assert taken.status_code == 200, taken.text  # {} (or no body) is a resume
+
+
+def test_a_client_that_goes_away_mid_body_is_no_server_error(
+    server: tuple[str, ReplayServer], caplog: pytest.LogCaptureFixture
+) -> None:
+    import socket
+    import time
+
+    url, _ = server
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as sock:
+        sock.sendall(
+            f"POST /api/chat HTTP/1.1\r\nhost: {host}:{port}\r\n"
+            "content-type: application/json\r\ncontent-length: 1000000\r\n\r\n".encode()
+            + b'{"id": "gone", "messages": ['
+        )
+    time.sleep(1)  # the server reads on until it sees the hang-up (no clock is asserted)
+    assert not [r for r in caplog.records if "internal error" in r.getMessage()]
+    assert httpx.get(f"{url}/api/sessions/gone").status_code == 404

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from zett_agent._agent import Agent
 from zett_agent._client import AgentClient
@@ -140,11 +140,14 @@ async def read_json(request: Request, limit: int, *, empty: Any = None) -> Any:
     A body larger than :data:`PARSE_INLINE_BYTES` is parsed in a worker thread."""
     size = 0
     pieces: list[bytes] = []
-    async for piece in request.stream():
-        size += len(piece)
-        if size > limit:
-            raise RequestError(f"the body is larger than {limit} bytes", 413)
-        pieces.append(piece)
+    try:
+        async for piece in request.stream():
+            size += len(piece)
+            if size > limit:
+                raise RequestError(f"the body is larger than {limit} bytes", 413)
+            pieces.append(piece)
+    except ClientDisconnect:  # gone before its body was read: nobody to answer
+        raise RequestError("the client went away before its body arrived") from None
     body = b"".join(pieces)
     if not body and empty is not None:
         return empty

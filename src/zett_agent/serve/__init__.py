@@ -11,8 +11,9 @@ Optional extra ``serve`` (Starlette + uvicorn); the core never imports this pack
 * :func:`ui_messages` (:mod:`._history`): a stored session as UI messages (calls
   that wait for approval included, so a reloaded page can answer them).
 * :func:`failure_text` (:mod:`._failure`): what a page is told when a run fails.
-* :mod:`._request`: what ``POST /api/chat`` takes (a user message, or the answers to
-  waiting calls as ``addToolApprovalResponse`` sends them).
+* :mod:`._request`: what each route takes, one strict schema per body (``POST
+  /api/chat``: a user message, or the answers to waiting calls as
+  ``addToolApprovalResponse`` sends them).
 * :mod:`._security`: Host, Origin, token and size checks; ``static/``: the page.
 """
 

@@ -215,7 +215,7 @@ async def test_serve_hands_a_durable_runs_decision_to_the_workers(
     ) as runs:
         plain = create_app(durable.agent, durable.store)
         handing = create_app(durable.agent, durable.store, handoff=runs)
-        decisions = {"decisions": {"c1": {"approved": True}}}
+        decisions = {"decisions": {"c1@r5": {"approved": True}}}  # its approval id
 
         def post(app: object) -> httpx.Response:
             with running_server(app) as url:

@@ -253,7 +253,7 @@ def test_two_waiting_calls_need_both_answers_and_each_gets_its_own_outcome(
     assert states == ["output-available", "output-denied"]
 
 
-def test_the_json_approve_route_takes_approval_ids_or_call_ids(
+def test_the_json_approve_route_takes_approval_ids_or_call_ids_beside_the_request_seq(
     server: tuple[str, ReplayServer],
 ) -> None:
     url, _ = server
@@ -268,7 +268,11 @@ def test_the_json_approve_route_takes_approval_ids_or_call_ids(
     assert [c["toolCallId"] for c in of_type(second, "tool-output-denied")] == ["call_w1"]
 
     ask(url, "j2", "weather")
-    by_call = {"decisions": {"call_w1": {"approved": True}}}
+    bare = {"decisions": {"call_w1": {"approved": True}}}
+    refused = httpx.post(f"{url}/api/sessions/j2/approve", json=bare)
+    assert refused.status_code == 422 and "decisions.call_w1" in refused.text
+    seq = httpx.get(f"{url}/api/sessions/j2").json()["approval_request_seq"]
+    by_call = {**bare, "request_seq": seq}
     second = chunks_of(httpx.post(f"{url}/api/sessions/j2/approve", json=by_call, timeout=30))
     assert len(of_type(second, "tool-output-available")) == 1
     assert httpx.post(f"{url}/api/sessions/j2/approve", json=by_call).status_code == 409

@@ -27,6 +27,7 @@ from typing import Any, TypeAlias
 
 from zett_agent._messages import Message, ToolCall, message_from_dict, message_to_dict
 from zett_agent._parts import BlobReader
+from zett_agent._urls import redact_url
 from zett_agent.tools._approvals import ApprovalDecision, ApprovalRequest, Decision
 from zett_agent.tools._outcomes import ToolStarted
 
@@ -120,7 +121,7 @@ def entry_to_dict(
             "role": "run_settings",
             "model": entry.model,
             "tools": list(entry.tools),
-            "mcp": list(entry.mcp),
+            "mcp": [redact_url(spec) for spec in entry.mcp],  # never a credential
             "require_approval": list(entry.require_approval),
         }
     return message_to_dict(entry, blobs)

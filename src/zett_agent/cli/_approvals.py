@@ -107,15 +107,25 @@ class Asker:
         if self.session_id is not None and db is not None:
             import shlex
 
-            servers = "".join(f" --mcp {shlex.quote(spec)}" for spec in mcp)
+            from zett_agent._urls import redact_url
+
+            shown = [redact_url(spec) for spec in mcp]  # never a credential on the screen
+            servers = "".join(f" --mcp {shlex.quote(spec)}" for spec in shown)
             self.err.print(f"session {self.session_id}", highlight=False)
             self.err.print(
                 f"decide with: zett sessions resume {self.session_id} "
                 f"--db {shlex.quote(str(db))}{servers} --yes "
                 "(or on a terminal, without --yes)",
                 highlight=False,
+                markup=False,  # a URL's [redacted] is text, not a style
                 soft_wrap=True,
             )
+            if shown != list(mcp):
+                self.err.print(
+                    "(the credentials of the --mcp URLs are shown as [redacted]: put them back)",
+                    highlight=False,
+                    markup=False,
+                )
         elif self.interactive:  # asked, but the input ended (Ctrl-D)
             self.err.print("not decided (the input ended): run again, or use --yes")
         else:

@@ -308,7 +308,9 @@ class Printer:
             return
         text = error_text(error)
         if isinstance(error, TransportError) and self.url:
-            text += f" (calling {self.url})"
+            from zett_agent._urls import redact_url
+
+            text += f" (calling {redact_url(self.url)})"
         if self.json_events:
             self.emit_json({"type": "error", "error": text})
         else:

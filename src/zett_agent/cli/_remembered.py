@@ -24,12 +24,12 @@ rows existed has none: its runs use the command line and the defaults, as before
 
 from __future__ import annotations
 
-import urllib.parse
 from collections.abc import Collection, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from zett_agent._records import RunSettings
+from zett_agent._urls import REDACTED, redact_url
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -41,17 +41,9 @@ __all__ = ["last_settings", "settings_of", "stored_url", "with_remembered"]
 
 
 def stored_url(spec: str) -> str:
-    """An ``--mcp`` value as it is stored: a URL without ``user:password@``."""
-    if not spec.startswith(("http://", "https://")):
-        return spec
-    parts = urllib.parse.urlsplit(spec)
-    if parts.username is None and parts.password is None:
-        return spec
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = host + (f":{parts.port}" if parts.port is not None else "")
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+    """An ``--mcp`` value as it is stored: a URL without ``user:password@`` and
+    with its query-string credentials ``[redacted]`` (:func:`~zett_agent._urls.redact_url`)."""
+    return redact_url(spec)
 
 
 def settings_of(options: RunOptions) -> RunSettings:
@@ -117,6 +109,12 @@ def with_remembered(
                 )  # fmt: skip
         if "mcp" not in explicit:
             changes["mcp"] = stored.mcp
+            if any(REDACTED in spec for spec in stored.mcp):
+                err.print(
+                    "the session's --mcp URLs held credentials, which are not stored "
+                    f"(shown as {REDACTED}): give --mcp again with them",
+                    style="yellow", markup=False, highlight=False, soft_wrap=True,
+                )  # fmt: skip
         if "require_approval" not in explicit:
             changes["require_approval"] = stored.require_approval
     return replace(options, **changes)

@@ -619,12 +619,20 @@ class Connection:
 
     def redact(self, text: str) -> str:
         """``text`` without the credentials of this server: its credential headers'
-        values and what its ``auth`` holds (tokens, refresh token, client secret)."""
+        values, what its ``auth`` holds (tokens, refresh token, client secret), and
+        those of its URL (the URL quoted whole becomes its :attr:`~MCPServer.label`;
+        a password or ``?api_key=`` value elsewhere becomes ``[redacted]``)."""
+        from zett_agent._urls import redact_urls_in, url_secrets
         from zett_agent.model._redact import Redactor, secrets_of
 
         from ._auth import auth_secrets
 
+        url = self.server.url
+        if url is not None and url in text:
+            text = text.replace(url, self.server.label)
+        text = redact_urls_in(text)
         secrets = set(secrets_of(None, self.server.headers)) | auth_secrets(self.server.auth)
+        secrets |= url_secrets(url or "")
         redactor = Redactor(s for s in secrets if len(s) >= 8)
         return redactor.text(text) if redactor else text
 

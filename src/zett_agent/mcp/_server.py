@@ -122,12 +122,13 @@ class MCPServer:
 
     @property
     def label(self) -> str:
-        """The command line or URL (without a ``user:password@`` part), as
-        messages name the server."""
+        """The command line or URL (without a ``user:password@`` part, its
+        query-string credentials ``[redacted]``: :func:`~zett_agent._urls.redact_url`),
+        as messages name the server."""
         if self.url is not None:
-            scheme, sep, rest = self.url.partition("://")
-            authority, slash, path = rest.partition("/")
-            return f"{scheme}{sep}{authority.rpartition('@')[2]}{slash}{path}"
+            from zett_agent._urls import redact_url
+
+            return redact_url(self.url)
         return shlex.join(self.command or ())
 
     def needs_approval(self, server_name: str) -> bool:

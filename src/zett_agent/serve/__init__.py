@@ -14,8 +14,9 @@ Optional extra ``serve`` (Starlette + uvicorn); the core never imports this pack
   (:mod:`._ag_ui`): a run as AG-UI 1.0 events (``POST /api/ag-ui`` on
   :func:`create_app`'s server too), the stop in a ``zett.stop`` custom event.
 * :func:`failure_text` (:mod:`._failure`): what a page is told when a run fails.
-* :mod:`._request`: what ``POST /api/chat`` takes (a user message, or the answers to
-  waiting calls as ``addToolApprovalResponse`` sends them).
+* :mod:`._request`: what each route takes, one strict schema per body (``POST
+  /api/chat``: a user message, or the answers to waiting calls as
+  ``addToolApprovalResponse`` sends them).
 * :mod:`._security`: Host, Origin, token and size checks; ``static/``: the page.
 """
 

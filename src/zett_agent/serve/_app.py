@@ -44,8 +44,10 @@ one worker process, uvicorn's default; several workers could run one session twi
 at once, which :class:`~zett_agent.AgentClient` does not support). A client that disconnects
 cancels its run; the answer streamed so far is stored as INTERRUPTED with
 ``detail["cancelled"]`` (as :class:`~zett_agent.AgentClient` does) and can be
-resumed. Bad requests get a 4xx JSON error ``{"error": {"status", "message"}}``,
-never a 500 (:mod:`._security` for Host, Origin, token and size checks).
+resumed. Every request body is parsed by one strict schema per route
+(:mod:`._request`), and bad requests get a 4xx JSON error ``{"error": {"status",
+"message"}}`` naming the field, never a 500 (:mod:`._security` for Host, Origin,
+token and size checks).
 """
 
 from __future__ import annotations

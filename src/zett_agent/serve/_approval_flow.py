@@ -27,7 +27,9 @@ from ._context import State, claim, is_json, read_json, state_of
 from ._history import Continuation, continuation
 from ._request import (
     ApprovalResponse,
+    ApproveBody,
     RequestError,
+    parse,
     valid_session_id,
 )
 
@@ -70,6 +72,7 @@ async def _go_on(
         chunks(_after(first, events), place.message_id, place.tool_ids, answered(place, decisions)),
         on_close=lambda: state.running.discard(session_id),
         settings=state.settings,
+        stalls=state.stalls,
         events=events,
     )
 
@@ -87,9 +90,12 @@ async def _after(
 async def approve(request: Request) -> Response:
     """Decide the session's calls that wait for approval and go on, streaming the
     run as ``/api/chat`` does, for clients without the AI SDK. Body:
-    ``{"decisions": {"<approval id or call id>": {"approved": true} | {"approved":
-    false, "reason": "..."}}}``, one per waiting call (the ``approvalId`` of its
-    ``tool-approval-request``, or the call's own id). 409 when nothing waits, when
+    ``{"decisions": {"<approval id>": {"approved": true} | {"approved": false,
+    "reason": "..."}}, "request_seq"?: int}``, one per waiting call (the
+    ``approvalId`` of its ``tool-approval-request``; the call's own id only beside
+    ``request_seq``: :func:`~._approvals.decisions_from_json`), parsed strictly
+    (:class:`~._request.ApproveBody`: ``"approved": "false"`` is a 422, never a
+    yes). 409 when nothing waits, when
     the calls were decided already (another process, tab or person decided first:
     :class:`~zett_agent.approvals.ApprovalConflictError`, nothing ran), or when a
     durable run's calls cannot be handed to its workers from here; 422 for
@@ -99,5 +105,6 @@ async def approve(request: Request) -> Response:
     if not is_json(request):
         raise RequestError("send the body as application/json", 415)
     data = await read_json(request, state.settings.max_body_bytes)
+    body = parse(ApproveBody, data, 'send {"decisions": {"<approval id>": {"approved": true}}}')
     place = continuation(await state.client.store.rows(session_id), state.agent.continue_prompt)
-    return await _go_on(state, session_id, place, decisions_from_json(place, data))
+    return await _go_on(state, session_id, place, decisions_from_json(place, body))

@@ -21,12 +21,11 @@ Only ids and answers are read: the call that runs is the stored one, never the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from zett_agent.tools._approvals import Decision
 
 from ._history import Continuation
-from ._request import MAX_REASON_CHARS, ApprovalResponse, RequestError
+from ._request import MAX_REASON_CHARS, ApprovalResponse, ApproveBody, RequestError
 
 __all__ = ["answered", "decisions_for", "decisions_from_json", "need_waiting"]
 
@@ -70,19 +69,51 @@ def decisions_for(
     return decisions
 
 
-def decisions_from_json(place: Continuation, data: Any) -> dict[str, Decision]:
-    """The decisions, by call id, of ``{"decisions": {"<approval id or call id>":
-    {"approved": bool, "reason": str}}}``. A key that is neither stays as it is
-    (the decision then names no waiting call: ``approve_stream`` refuses it, 422)."""
+def decisions_from_json(place: Continuation, body: ApproveBody) -> dict[str, Decision]:
+    """The decisions, by call id, of ``POST /api/sessions/{id}/approve``'s body
+    (:class:`~._request.ApproveBody`, parsed strictly: ``approved`` is a JSON
+    boolean).
+
+    A key is the approval id of a waiting call (``call_1@3f2a9c0e11b4``: it names
+    the run that asked, so it never answers a later request). A bare call id
+    decides only beside ``request_seq`` (the row of the request it answers) or for
+    a request stored without a run id, whose approval ids are the call ids: a
+    replayed body of bare call ids could otherwise decide a later request that
+    reuses them (providers that number their calls ``call_0`` each time). Raises
+    RequestError: 409 when ``request_seq`` names another request than the one that
+    waits; 422 for a bare call id without it; 400 when two keys name one call with
+    answers that disagree. A key that names no waiting call stays as it is
+    (``approve_stream`` then refuses the set, 422)."""
     need_waiting(place)
-    raw = data.get("decisions") if isinstance(data, dict) else None
-    if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
-        raise RequestError('send {"decisions": {"<approval id>": {"approved": true}}}', 422)
-    call_ids = {w.approval_id: w.call.id for w in place.waiting}
-    return {
-        call_ids.get(str(key), str(key)): Decision(bool(d.get("approved")), _reason(d))
-        for key, d in raw.items()
-    }
+    if body.request_seq is not None and body.request_seq != place.request_seq:
+        raise RequestError(
+            f"request_seq: the decisions answer the request of row {body.request_seq}, "
+            f"but the calls that wait were asked in row {place.request_seq}; reload the "
+            "session",
+            409,
+        )
+    by_approval = {w.approval_id: w.call.id for w in place.waiting}
+    by_call = {w.call.id: w for w in place.waiting}
+    decisions: dict[str, Decision] = {}
+    for key, given in body.decisions.items():
+        call_id = by_approval.get(key)
+        if call_id is None and key in by_call and body.request_seq is None:
+            raise RequestError(
+                f"decisions.{key}: a bare call id decides only beside request_seq (the "
+                f"row of the request it answers: approval_request_seq of GET "
+                f"/api/sessions/{{id}}); or name the approval id "
+                f"{by_call[key].approval_id!r}",
+                422,
+            )
+        call_id = call_id or key
+        decision = Decision(given.approved, _reason(given.reason))
+        earlier = decisions.setdefault(call_id, decision)
+        if earlier.approved != decision.approved:
+            raise RequestError(
+                f"decisions.{key}: call {call_id!r} is both approved and denied in this "
+                "body; nothing was decided"
+            )
+    return decisions
 
 
 def answered(
@@ -93,6 +124,5 @@ def answered(
     return [(w.approval_id, w.tool_call_id, decisions[w.call.id]) for w in place.waiting]
 
 
-def _reason(decision: dict[str, Any]) -> str | None:
-    reason = decision.get("reason")
-    return reason[:MAX_REASON_CHARS] if isinstance(reason, str) else None
+def _reason(reason: str | None) -> str | None:
+    return reason[:MAX_REASON_CHARS] if reason is not None else None

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from starlette.responses import Response
@@ -40,6 +40,9 @@ from zett_agent._messages import ToolResultMessage, UserMessage
 from zett_agent._parts import MediaPart, Part, TextPart, media_class, part_from_data_url
 from zett_agent._records import SessionEntry
 from zett_agent.errors import PartTooLargeError
+
+if TYPE_CHECKING:
+    from ._request import FilePartIn
 
 __all__ = [
     "DEFAULT_MAX_ATTACHMENT_BYTES",
@@ -69,13 +72,13 @@ def part_url(session_id: str, part: MediaPart) -> str:
 
 
 def file_parts(
-    parts: Sequence[Any],
+    parts: Sequence[FilePartIn],
     session_id: str,
     stored: Sequence[SessionEntry],
     max_bytes: int,
 ) -> tuple[MediaPart, ...]:
-    """The media parts of a UI message's ``parts`` (its ``file`` parts), for
-    ``session_id`` whose rows hold ``stored``. Raises
+    """The media parts of a UI message's ``file`` parts (parsed by
+    :func:`~._request.new_input`), for ``session_id`` whose rows hold ``stored``. Raises
     :class:`~zett_agent.serve._request.RequestError`: 413 past ``max_bytes`` in
     all (judged before decoding), 400 for a file part that is not a data URL, an
     ``https`` URL or one of this session's stored parts, or whose media type is
@@ -85,12 +88,7 @@ def file_parts(
     out: list[MediaPart] = []
     left = max_bytes
     for part in parts:
-        if not isinstance(part, dict) or part.get("type") != "file":
-            continue
-        url, media_type = part.get("url"), part.get("mediaType")
-        name = part.get("filename") if isinstance(part.get("filename"), str) else None
-        if not isinstance(url, str) or not isinstance(media_type, str):
-            raise RequestError("a file part needs a url and a mediaType")
+        url, media_type, name = part.url, part.mediaType, part.filename
         try:
             cls = media_class(media_type)
             if url.startswith("data:"):  # the bytes choose the class and the type

@@ -1,10 +1,21 @@
-"""Between a run and a client: a bounded queue, and a slow reader's limit.
+"""Between a run and a client: a bounded queue, and a slow reader's limits.
 
 :class:`UIStreamResponse` streams a run's UI message chunks (:func:`chunks`) through
 a queue bounded by ``ServeSettings.stream_buffer_bytes``: the run reads on while the
-client keeps up; when the queue is full the run waits, and a client that reads
-nothing for ``slow_client_timeout`` seconds is dropped (its run is cancelled and
-stored as INTERRUPTED, as any disconnect).
+client keeps up; when the queue is full the run waits, and so stops reading its
+model stream (back-pressure: the next model event is read only once the queue has
+room). A client that reads nothing for ``slow_client_timeout`` seconds is dropped
+(its run is cancelled and stored as INTERRUPTED, as any disconnect).
+
+Each waiting run keeps its model connection, so the runs that may wait at once
+are counted per app (:class:`~._context.Stalls`, ``ServeSettings.max_stalled_streams``): a
+run whose queue fills while that many wait already is cancelled at once, the same
+way, with ``detail["limit"] == "max_stalled_streams"`` (a run counts once its
+client has taken nothing for :data:`STALLED_AFTER` seconds, the kernel's buffer
+for the connection full: a client that reads, only slower than the model writes,
+waits less and never counts). Clients that never read
+can then hold at most that many of the model's connections (the pool's default is
+100), never every other chat's.
 """
 
 from __future__ import annotations
@@ -22,7 +33,7 @@ from zett_agent._events import AgentEvent
 from zett_agent._resume import cancelling
 from zett_agent.tools._approvals import Decision
 
-from ._context import ServeSettings
+from ._context import ServeSettings, Stalls
 from ._failure import failure_text
 from ._stream import DONE, UI_MESSAGE_STREAM_HEADERS, ToolCallIds, UIMessageStream, sse
 
@@ -40,7 +51,9 @@ class UIStreamResponse(StreamingResponse):
     answer so far as INTERRUPTED (cancelled). A client that stops reading fills the
     queue; when the run has waited ``settings.slow_client_timeout`` for room, it is
     cancelled the same way, with ``detail["limit"] == "slow_client_timeout"`` and the
-    reason as the stop's message, and the connection is closed. What is queued is
+    reason as the stop's message, and the connection is closed; ``stalls`` (the
+    app's count of such waits) cancels it at once, ``"max_stalled_streams"``, when
+    its limit of runs wait already. What is queued is
     sent in one write. ``on_close`` is called once, as soon as the run has ended
     (its tail may still be on its way to the client) or the response ends first
     (the server frees the session). ``events``: a run's events already started (their first
@@ -53,12 +66,14 @@ class UIStreamResponse(StreamingResponse):
         on_close: Callable[[], None],
         settings: ServeSettings | None = None,
         events: AsyncGenerator[AgentEvent, None] | None = None,
+        stalls: Stalls | None = None,
     ) -> None:
         super().__init__(chunks, headers=dict(UI_MESSAGE_STREAM_HEADERS))
         self._chunks = chunks
         self._on_close = on_close
         self._settings = settings or ServeSettings()
         self._events = events
+        self._stalls = stalls or Stalls(self._settings.max_stalled_streams)
         self._released = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -67,7 +82,7 @@ class UIStreamResponse(StreamingResponse):
         # a second task writes to the client, so a client that does not read blocks
         # only the writer, and the run is cancelled after slow_client_timeout.
         settings = self._settings
-        outbox = _Outbox(settings.stream_buffer_bytes)
+        outbox = _Outbox(settings.stream_buffer_bytes, self._stalls)
         try:
             async with anyio.create_task_group() as group:
 
@@ -86,9 +101,11 @@ class UIStreamResponse(StreamingResponse):
                             }
                         )
                         while (data := await outbox.get()) is not None:
+                            outbox.sending()
                             await send(
                                 {"type": "http.response.body", "body": data, "more_body": True}
                             )
+                            outbox.sent()
                         if not outbox.stalled:
                             await send(
                                 {"type": "http.response.body", "body": b"", "more_body": False}
@@ -102,19 +119,15 @@ class UIStreamResponse(StreamingResponse):
                 try:
                     async with aclosing(self._chunks) as chunks:
                         async for data in chunks:
-                            if not await outbox.put(data, settings.slow_client_timeout):
-                                why = (
-                                    f"the client read nothing for "
-                                    f"{settings.slow_client_timeout:g} s with "
-                                    f"{settings.stream_buffer_bytes} bytes of the stream "
-                                    f"waiting (slow_client_timeout)"
-                                )
+                            limit = await outbox.put(data, settings.slow_client_timeout)
+                            if limit is not None:
+                                why = _why(limit, settings, self._stalls)
                                 logger.warning("cancelling a run: %s", why)
                                 # shielded: a disconnect now must not cut the
                                 # run's own cleanup (the stop it stores) short
                                 with (
                                     anyio.CancelScope(shield=True),
-                                    cancelling("slow_client_timeout", why),
+                                    cancelling(limit, why),
                                 ):
                                     await chunks.aclose()
                                 outbox.stalled = True
@@ -122,6 +135,7 @@ class UIStreamResponse(StreamingResponse):
                                 break
                 finally:
                     outbox.close()
+                    outbox.sent()  # this run no longer counts as stalled
                 # the run is over: the session is free while its tail is written
                 # (a client that stops reading now holds no session)
                 self._release()
@@ -139,37 +153,108 @@ class UIStreamResponse(StreamingResponse):
             self._on_close()
 
 
+STALLED_AFTER = 1.0
+"""Seconds the response may wait for its client to take bytes (a ``send`` that has
+not returned: the kernel's buffer for the connection is full) before its run counts
+as stalled, towards ``max_stalled_streams``; a shorter wait is ordinary
+back-pressure (a client reading slower than the model writes)."""
+
+
+def _why(limit: str, settings: ServeSettings, stalls: Stalls) -> str:
+    if limit == "max_stalled_streams":
+        return (
+            f"the client took nothing for {STALLED_AFTER:g} s while {stalls.limit} other "
+            "runs of this server waited for clients that do not read (max_stalled_streams)"
+        )
+    return (
+        f"the client read nothing for {settings.slow_client_timeout:g} s with "
+        f"{settings.stream_buffer_bytes} bytes of the stream waiting (slow_client_timeout)"
+    )
+
+
 class _Outbox:
     """The queue between a run and its response: bytes not yet sent, at most
-    ``limit`` of them (one chunk larger than that waits for an empty queue)."""
+    ``limit`` of them (one chunk larger than that waits for an empty queue); and
+    whether the writer waits on its client (``sending``), for :class:`Stalls`."""
 
-    __slots__ = ("_items", "_limit", "_ready", "_room", "_size", "done", "stalled")
+    __slots__ = (
+        "_counted", "_items", "_limit", "_ready", "_room", "_size", "_stalls",
+        "done", "sending_since", "stalled",
+    )  # fmt: skip
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, stalls: Stalls) -> None:
         self._items: deque[bytes] = deque()
         self._limit = limit
+        self._stalls = stalls
+        self._counted = False  # this run is one of stalls.count
         self._size = 0
         self._ready = anyio.Event()  # set: something to send, or done
         self._room = anyio.Event()  # set: the sender took what was queued
         self.done = False
         self.stalled = False  # the run was cancelled for a client that did not read
+        self.sending_since: float | None = None  # a send to the client has not returned
 
     def _full(self, size: int) -> bool:
         return self._size > 0 and self._size + size > self._limit
 
-    async def put(self, data: bytes, timeout: float) -> bool:
-        """Queue ``data``; False when the queue stayed full for ``timeout`` seconds."""
-        if self._full(len(data)):
-            with anyio.move_on_after(timeout):
-                while self._full(len(data)):
-                    self._room = anyio.Event()
-                    await self._room.wait()
-            if self._full(len(data)):
-                return False
+    def sending(self) -> None:
+        """The writer starts a send to the client."""
+        self.sending_since = anyio.current_time()
+
+    def sent(self) -> None:
+        """The client took what was sent (or the response ended): not stalled."""
+        self.sending_since = None
+        if self._counted:
+            self._counted = False
+            self._stalls.count -= 1
+
+    def _stall_limit(self) -> str | None:
+        """Count this run as stalled once its send has waited STALLED_AFTER; the
+        limit it finds reached (then it must end), or None."""
+        since = self.sending_since
+        if self._counted or since is None or anyio.current_time() < since + STALLED_AFTER:
+            return None
+        stalls = self._stalls
+        if stalls.count >= stalls.limit:
+            return "max_stalled_streams"
+        stalls.count += 1
+        self._counted = True
+        return None
+
+    async def put(self, data: bytes, timeout: float) -> str | None:
+        """Queue ``data``; the limit that ended the run's wait instead:
+        ``"slow_client_timeout"`` when the queue stayed full for ``timeout`` seconds,
+        ``"max_stalled_streams"`` when the client has taken nothing for
+        :data:`STALLED_AFTER` seconds while the app's limit of stalled runs wait
+        already."""
+        limit = self._stall_limit()
+        if limit is not None:
+            return limit
+        size = len(data)
+        deadline = anyio.current_time() + timeout
+        while self._full(size):
+            now = anyio.current_time()
+            until = deadline
+            if not self._counted and self.sending_since is not None:
+                until = min(until, self.sending_since + STALLED_AFTER)
+            if await self._room_within(size, max(0.0, until - now)):
+                break
+            if anyio.current_time() >= deadline:
+                return "slow_client_timeout"
+            limit = self._stall_limit()
+            if limit is not None:
+                return limit
         self._items.append(data)
-        self._size += len(data)
+        self._size += size
         self._ready.set()
-        return True
+        return None
+
+    async def _room_within(self, size: int, seconds: float) -> bool:
+        with anyio.move_on_after(seconds):
+            while self._full(size):
+                self._room = anyio.Event()
+                await self._room.wait()
+        return not self._full(size)
 
     async def get(self) -> bytes | None:
         """Everything queued, joined (None once the run is done and all is sent)."""

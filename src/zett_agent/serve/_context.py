@@ -7,8 +7,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
-from starlette.requests import Request
+import anyio
+from starlette.requests import ClientDisconnect, Request
 
 from zett_agent._agent import Agent
 from zett_agent._client import AgentClient
@@ -19,8 +19,12 @@ from ._attachments import (
 )
 from ._elicitations import Elicitations
 from ._request import (
+    DEFAULT_MAX_PARTS_PER_BODY,
+    DEFAULT_MAX_PARTS_PER_MESSAGE,
     ChatRequest,
     RequestError,
+    check_part_counts,
+    parse,
 )
 
 logger = logging.getLogger("zett_agent.serve")
@@ -29,6 +33,11 @@ logger = logging.getLogger("zett_agent.serve")
 DEFAULT_MAX_BODY_BYTES = 2 * 1024 * 1024
 DEFAULT_STREAM_BUFFER_BYTES = 256 * 1024
 DEFAULT_SLOW_CLIENT_TIMEOUT = 30.0
+DEFAULT_MAX_STALLED_STREAMS = 16
+
+PARSE_INLINE_BYTES = 64 * 1024
+"""Bodies up to this size are parsed on the event loop; larger ones in a worker
+thread, so that parsing a large body never holds the other requests."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,16 @@ class ServeSettings:
         slow_client_timeout: seconds a run may wait, with that queue full, for a
             client that does not read; then the run is cancelled as a disconnect
             cancels it (INTERRUPTED, ``detail["limit"] == "slow_client_timeout"``).
+        max_stalled_streams: runs of this app that may wait at once, each with
+            its queue full, for a client that does not read (each keeps its model
+            connection while it waits); a run whose queue fills when that many
+            wait already is cancelled at once, as at ``slow_client_timeout``
+            (``detail["limit"] == "max_stalled_streams"``), so clients that never
+            read cannot hold the model's connection pool.
+        max_parts_per_message: parts one message of a ``POST /api/chat`` body may
+            hold (413 past it).
+        max_parts_per_body: parts all the messages of a ``POST /api/chat`` body
+            may hold together (413 past it).
     """
 
     host: str = "127.0.0.1"
@@ -65,6 +84,20 @@ class ServeSettings:
     max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES
     stream_buffer_bytes: int = DEFAULT_STREAM_BUFFER_BYTES
     slow_client_timeout: float = DEFAULT_SLOW_CLIENT_TIMEOUT
+    max_stalled_streams: int = DEFAULT_MAX_STALLED_STREAMS
+    max_parts_per_message: int = DEFAULT_MAX_PARTS_PER_MESSAGE
+    max_parts_per_body: int = DEFAULT_MAX_PARTS_PER_BODY
+
+
+class Stalls:
+    """How many runs of one app wait, their queue full, for a client that does
+    not read (at most ``limit`` at once)."""
+
+    __slots__ = ("count", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.count = 0
 
 
 @dataclass
@@ -75,6 +108,10 @@ class State:
     own: bool
     running: set[str] = field(default_factory=set)
     elicitations: Elicitations = field(default_factory=Elicitations)
+    stalls: Stalls = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.stalls = Stalls(self.settings.max_stalled_streams)
 
 
 # ---------------------------------------------------------------- helpers
@@ -96,28 +133,59 @@ def is_json(request: Request) -> bool:
     return kind == "application/json" or kind.endswith("+json")
 
 
-async def read_json(request: Request, limit: int) -> Any:
+async def read_json(request: Request, limit: int, *, empty: Any = None) -> Any:
+    """The request's body as JSON, at most ``limit`` bytes (413 past it). A body
+    that is not JSON, or that names one key twice in an object (which answer
+    would count?), is a 400; ``empty`` is returned for an empty body when given.
+    A body larger than :data:`PARSE_INLINE_BYTES` is parsed in a worker thread."""
     size = 0
     pieces: list[bytes] = []
-    async for piece in request.stream():
-        size += len(piece)
-        if size > limit:
-            raise RequestError(f"the body is larger than {limit} bytes", 413)
-        pieces.append(piece)
     try:
-        return json.loads(b"".join(pieces))
+        async for piece in request.stream():
+            size += len(piece)
+            if size > limit:
+                raise RequestError(f"the body is larger than {limit} bytes", 413)
+            pieces.append(piece)
+    except ClientDisconnect:  # gone before its body was read: nobody to answer
+        raise RequestError("the client went away before its body arrived") from None
+    body = b"".join(pieces)
+    if not body and empty is not None:
+        return empty
+    if len(body) <= PARSE_INLINE_BYTES:
+        return _loads(body)
+    return await anyio.to_thread.run_sync(_loads, body)
+
+
+class _DuplicateKeyError(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKeyError(key)
+            seen.add(key)
+    return out
+
+
+def _loads(body: bytes) -> Any:
+    # the hook runs Python code per object: a worker thread parsing a large body
+    # gives the event loop its turns (a C-only parse would hold the GIL throughout)
+    try:
+        return json.loads(body, object_pairs_hook=_no_duplicates)
+    except _DuplicateKeyError as error:
+        raise RequestError(
+            f"the body names the key {str(error)[:100]!r} twice in one object"
+        ) from None
     except (ValueError, RecursionError):
         raise RequestError("the body is not valid JSON") from None
 
 
-def validated(data: Any) -> ChatRequest:
-    try:
-        return ChatRequest.model_validate(data)
-    except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}"
-            for e in error.errors()[:5]
-        )
-        raise RequestError(f"not a chat request: {problems}", 422) from None
-    except RecursionError:
-        raise RequestError("the body is nested too deeply", 422) from None
+def validated(data: Any, settings: ServeSettings) -> ChatRequest:
+    """``data`` as a chat request (422 naming the fields that do not fit), its
+    parts counted first (413 past ``settings``' part limits)."""
+    check_part_counts(data, settings.max_parts_per_message, settings.max_parts_per_body)
+    return parse(ChatRequest, data, "not a chat request")

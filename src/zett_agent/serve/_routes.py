@@ -17,6 +17,7 @@ from zett_agent.errors import ConfigError, ResumeError, SessionStoreError
 from zett_agent.protocols._body import user_parts
 from zett_agent.sessions import live_rows
 from zett_agent.sessions._base import messages_of
+from zett_agent.sessions._decisions import pending_row
 from zett_agent.vendors import PROTOCOL_MEDIA
 
 from ._approval_flow import answer_approvals
@@ -29,9 +30,12 @@ from ._backpressure import UIStreamResponse, chunks
 from ._context import claim, is_json, read_json, state_of, validated
 from ._history import assistant_message_id, continuation, ui_messages
 from ._request import (
+    ElicitationAnswer,
     RequestError,
+    ResumeBody,
     approval_responses,
     new_input,
+    parse,
     valid_session_id,
 )
 
@@ -93,23 +97,23 @@ async def chat(request: Request) -> Response:
     state = state_of(request)
     if not is_json(request):
         raise RequestError("send the body as application/json", 415)
-    body = validated(await read_json(request, state.settings.max_chat_body_bytes))
+    data = await read_json(request, state.settings.max_chat_body_bytes)
+    body = validated(data, state.settings)
     session_id = valid_session_id(body.id)
     if body.messages[-1].role == "assistant":
         message_id, responses = approval_responses(body)
         return await answer_approvals(state, session_id, message_id, responses)
-    text = new_input(body)
+    text, files = new_input(body)
     if await state.client.pending_approval(session_id) is not None:
         raise RequestError(
             "tool calls wait for approval: approve or deny them first "
             "(addToolApprovalResponse, or POST /api/sessions/{id}/approve)",
             409,
         )
-    new_parts = body.messages[-1].parts
     stored: list[Any] = []
-    if any(isinstance(p, dict) and p.get("type") == "file" for p in new_parts):
+    if files:
         stored = [row.message for row in await state.client.store.rows(session_id)]
-    parts = file_parts(new_parts, session_id, stored, state.settings.max_attachment_bytes)
+    parts = file_parts(files, session_id, stored, state.settings.max_attachment_bytes)
     vendor = getattr(state.agent.model, "vendor", None)
     if parts and vendor is not None:  # a part the provider cannot take: 422, nothing stored
         try:
@@ -127,6 +131,7 @@ async def chat(request: Request) -> Response:
         chunks(events, assistant_message_id(seq)),  # a new message after the question
         on_close=lambda: state.running.discard(session_id),
         settings=state.settings,
+        stalls=state.stalls,
     )
 
 
@@ -186,8 +191,15 @@ async def session(request: Request) -> Response:
     if not rows:
         raise RequestError("no such session", 404)
     messages = ui_messages(rows, state.agent.continue_prompt)
+    waiting = pending_row(live_rows(rows))
     return JSONResponse(
-        {"id": session_id, "running": session_id in state.running, "messages": messages}
+        {
+            "id": session_id,
+            "running": session_id in state.running,
+            "messages": messages,
+            # the row of the request whose calls wait (POST .../approve's request_seq)
+            "approval_request_seq": None if waiting is None else waiting.seq,
+        }
     )
 
 
@@ -205,8 +217,10 @@ async def stored_part_bytes(request: Request) -> Response:
 
 
 async def resume(request: Request) -> Response:
+    """Continue a cut-off answer; the body is empty or ``{}`` (:class:`ResumeBody`)."""
     state = state_of(request)
     session_id = valid_session_id(request.path_params["id"])
+    await _no_fields(request, state.settings.max_body_bytes)
     rows = live_rows(await state.client.store.rows(session_id))
     if not rows:
         raise RequestError("no such session", 404)
@@ -221,26 +235,41 @@ async def resume(request: Request) -> Response:
         chunks(events, place.message_id, place.tool_ids),
         on_close=lambda: state.running.discard(session_id),
         settings=state.settings,
+        stalls=state.stalls,
     )
 
 
 async def elicitation(request: Request) -> Response:
     """Answer an MCP server's elicitation the page showed (the ``id`` of its
     ``data-elicitation`` chunk). Body: ``{"action": "accept", "content": {...}}``,
-    or ``{"action": "decline"}`` / ``"cancel"``. 204; 404 when nothing waits for
-    that id (answered already, or its run ended); 422 for another body."""
+    or ``{"action": "decline"}`` / ``"cancel"`` (:class:`ElicitationAnswer`). 204;
+    404 when nothing waits for that id (answered already, or its run ended); 422
+    for another body (the field named)."""
     state = state_of(request)
     if not is_json(request):
         raise RequestError("send the body as application/json", 415)
     data = await read_json(request, state.settings.max_body_bytes)
-    action = data.get("action") if isinstance(data, dict) else None
-    content = data.get("content") if isinstance(data, dict) else None
-    if not isinstance(action, str) or (content is not None and not isinstance(content, dict)):
-        raise RequestError('send {"action": "accept", "content": {...}}', 422)
+    answer = parse(ElicitationAnswer, data, 'send {"action": "accept", "content": {...}}')
     try:
-        found = state.elicitations.answer(str(request.path_params["id"]), action, content)
+        found = state.elicitations.answer(
+            str(request.path_params["id"]), answer.action, answer.content
+        )
     except ValueError as error:
         raise RequestError(str(error), 422) from None
     if not found:
         raise RequestError("nothing waits for that answer (answered, or its run ended)", 404)
     return Response(status_code=204)
+
+
+async def _no_fields(request: Request, limit: int) -> None:
+    """A body that must be empty or ``{}``: 422 naming a field it sends (415 for a
+    body that is not sent as JSON)."""
+    if request.headers.get("content-length", "0") != "0" and not is_json(request):
+        raise RequestError("send no body, or {} as application/json", 415)
+    data = await read_json(request, limit, empty=_EMPTY)
+    if data is _EMPTY:
+        return
+    parse(ResumeBody, data, "this route takes no fields")
+
+
+_EMPTY = object()

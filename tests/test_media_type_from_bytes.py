@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -129,8 +130,11 @@ def test_an_mcp_image_labelled_png_holding_jpeg_is_jpeg() -> None:
 
 def test_a_serve_file_part_labelled_png_holding_jpeg_is_jpeg() -> None:
     pytest.importorskip("starlette", reason="the 'serve' extra is not installed")
-    from zett_agent.serve._attachments import file_parts
-    from zett_agent.serve._request import RequestError
+    from zett_agent.serve._attachments import file_parts as parse
+    from zett_agent.serve._request import FilePartIn, RequestError
+
+    def file_parts(parts: list[dict[str, str]], *rest: Any) -> Any:
+        return parse([FilePartIn.model_validate(p) for p in parts], *rest)
 
     ui = [{"type": "file", "url": JPEG_AS_PNG, "mediaType": "image/png", "filename": "a.png"}]
     [part] = file_parts(ui, "s1", [], 1 << 20)

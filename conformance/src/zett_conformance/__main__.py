@@ -21,6 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--runtime", required=True, choices=sorted(ADAPTERS))
     run.add_argument("--cases", nargs="*", default=[], help="case id prefixes to run")
     run.add_argument("--results", type=Path, default=RESULTS, help="folder for <runtime>.json")
+    run.add_argument("--jobs", type=int, default=1, help="cases run at a time")
     run.add_argument("--failures", action="store_true", help="print every failed check")
     table = sub.add_parser("table", help="the table of every result in --results")
     table.add_argument("--results", type=Path, default=RESULTS)
@@ -37,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         (args.results / "table.json").write_text(json.dumps(rows, indent=1) + "\n")
         print(markdown, end="")
         return 0
-    result = run_cases(args.runtime, args.cases)
+    result = run_cases(args.runtime, args.cases, jobs=args.jobs)
     path = write_result(result, args.results)
     summary = result["summary"]
     print(f"{result['runtime']} {result['version']}: {summary['cases']['passed']}/"

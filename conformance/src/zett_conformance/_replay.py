@@ -89,7 +89,13 @@ class ReplayServer:
                     self.end_headers()
                     self.wfile.write(data)
 
-            do_POST = do_GET = _answer
+            def _safe(self) -> None:
+                try:
+                    self._answer()
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True  # the client went away mid-reply
+
+            do_POST = do_GET = _safe
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True

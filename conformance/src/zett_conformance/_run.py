@@ -174,11 +174,13 @@ def score(cases: list[Case], records: list[dict[str, Any]]) -> dict[str, Any]:
     return summary
 
 
-def run_cases(runtime: str, only: Iterable[str] = ()) -> dict[str, Any]:
-    """Run ``runtime``'s adapter over the cases; the result document (JSON-ready)."""
+def run_cases(runtime: str, only: Iterable[str] = (), *, jobs: int = 1) -> dict[str, Any]:
+    """Run ``runtime``'s adapter over the cases (``jobs`` at a time, each with its
+    own replay server); the result document (JSON-ready)."""
     adapter = load_adapter(runtime)
     cases = load_cases(only=only)
-    records = [_one(adapter, case) for case in cases]
+    with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
+        records = list(pool.map(lambda case: _one(adapter, case), cases))
     summary = score(cases, records)
     return {
         "runtime": runtime,

@@ -37,7 +37,7 @@ from types import ModuleType
 from typing import Any
 
 from ._cases import STOP_CLASSES, Case, load_cases
-from ._replay import ReplayServer
+from ._replay import ReplayServer, wants_stream
 from ._tools import ToolBox
 
 __all__ = [
@@ -112,6 +112,9 @@ def _one(adapter: ModuleType, case: Case) -> dict[str, Any]:
             crash = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         pool.shutdown(wait=False, cancel_futures=True)
         record["requests"] = len(server.requests)
+        if server.requests:  # a runtime that asked for a body got the case's stream (or not)
+            method, path, body = server.requests[0]
+            record["asked_stream"] = wants_stream(case.protocol, path, body)
     record["observed"] = asdict(observed) if observed else None
     record["crash"] = crash
     record["ran"] = dict(tools.ran)
@@ -164,6 +167,11 @@ def score(cases: list[Case], records: list[dict[str, Any]]) -> dict[str, Any]:
         values = [r["checks"][check] for r in records if r["applicable"]]
         applicable = [v for v in values if v is not None]
         summary[check] = {"passed": sum(applicable), "of": len(applicable)}
+    summary["asked_other_mode"] = sum(
+        r.get("asked_stream") is not None and r["asked_stream"] != by_id[r["id"]].stream
+        for r in records
+        if r["applicable"]
+    )
     summary["cases"] = {
         "passed": sum(
             all(v is not False for v in r["checks"].values()) for r in records if r["applicable"]

@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the verdict table keeps one case per line)
 """Write the case files of the conformance suite into ``cases/``.
 
 Run from the repository root: ``python conformance/generate_cases.py``. The case
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "src"))
-from zett_conformance._wire import BUILDERS  # noqa: E402
+from zett_conformance._wire import BUILDERS
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDINGS = ROOT / "tests" / "recordings"
@@ -209,9 +210,9 @@ def _call_names(value: Any) -> list[str]:
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
-            if node.get("type") == "tool_use" and node.get("name"):
-                names.append(node["name"])
-            elif node.get("type") == "function_call" and node.get("name"):
+            if (node.get("type") == "tool_use" and node.get("name")) or (
+                node.get("type") == "function_call" and node.get("name")
+            ):
                 names.append(node["name"])
             elif isinstance(node.get("functionCall"), dict) and node["functionCall"].get("name"):
                 names.append(node["functionCall"]["name"])
@@ -272,7 +273,7 @@ def corpus_cases() -> list[dict[str, Any]]:
 
 def case(
     *,
-    id: str,
+    id: str,  # noqa: A002 - the case file's own key
     title: str,
     protocol: str,
     vendor: str,
@@ -396,9 +397,18 @@ def loop_cases() -> list[dict[str, Any]]:
                                                           "explanation": "declined"}},
              why="stop_reason refusal: the turn was declined; a call in it must not run",
              doc="anthropic-refusals"))  # fmt: skip
-    add(pair("refusal_with_call", "openai-chat", title="content_filter with a tool call",
-             stop="refusal", raw="content_filter", calls=[DELETE], args=("content_filter",),
-             why="finish_reason content_filter: content was omitted by the content filter"))
+    add(
+        pair(
+            "refusal_with_call",
+            "openai-chat",
+            title="content_filter with a tool call",
+            stop="refusal",
+            raw="content_filter",
+            calls=[DELETE],
+            args=("content_filter",),
+            why="finish_reason content_filter: content was omitted by the content filter",
+        )
+    )
     add(pair("refusal_with_call", "openai-responses", title="incomplete content_filter with a call",
              stop="refusal", raw="content_filter", calls=[DELETE], args=("incomplete",),
              options={"incomplete": "content_filter"},
@@ -418,22 +428,51 @@ def loop_cases() -> list[dict[str, Any]]:
     add(pair("cut_call", "anthropic", title="a tool_use block cut by max_tokens",
              stop="max_output", raw="max_tokens", calls=[DELETE_CUT], args=("max_tokens",),
              why="max_tokens: the output (the call's input) is cut off"))  # fmt: skip
-    add(pair("cut_call", "openai-chat", title="tool call arguments cut by length",
-             stop="max_output", raw="length", calls=[DELETE_CUT], args=("length",),
-             why="finish_reason length: the output (the call's arguments) is cut off"))
+    add(
+        pair(
+            "cut_call",
+            "openai-chat",
+            title="tool call arguments cut by length",
+            stop="max_output",
+            raw="length",
+            calls=[DELETE_CUT],
+            args=("length",),
+            why="finish_reason length: the output (the call's arguments) is cut off",
+        )
+    )
     add(pair("cut_call", "openai-responses", title="function_call incomplete at max_output_tokens",
              stop="max_output", raw="max_output_tokens", calls=[DELETE_CUT], args=("incomplete",),
              options={"incomplete": "max_output_tokens"},
              why="status incomplete, incomplete_details.reason max_output_tokens"))  # fmt: skip
     # Gemini and Ollama carry arguments as whole objects: a call the wire gave whole is
     # complete even in a cut answer (the cut is after it), and is handed to the host
-    add(pair("limit_with_whole_call", "gemini", title="a whole functionCall, then MAX_TOKENS",
-             stop="max_output", raw="MAX_TOKENS", calls=[DELETE], args=("MAX_TOKENS",), run=True,
-             why="finishReason MAX_TOKENS: the answer was cut at the token limit, after a"
-                 " whole call"))
-    add(pair("limit_with_whole_call", "ollama", title="whole tool_calls, done_reason length",
-             stop="max_output", raw="length", calls=[DELETE], args=("length",), run=True,
-             why="done_reason length: the answer was cut at num_predict, after a whole call"))
+    add(
+        pair(
+            "limit_with_whole_call",
+            "gemini",
+            title="a whole functionCall, then MAX_TOKENS",
+            stop="max_output",
+            raw="MAX_TOKENS",
+            calls=[DELETE],
+            args=("MAX_TOKENS",),
+            run=True,
+            why="finishReason MAX_TOKENS: the answer was cut at the token limit, after a"
+            " whole call",
+        )
+    )
+    add(
+        pair(
+            "limit_with_whole_call",
+            "ollama",
+            title="whole tool_calls, done_reason length",
+            stop="max_output",
+            raw="length",
+            calls=[DELETE],
+            args=("length",),
+            run=True,
+            why="done_reason length: the answer was cut at num_predict, after a whole call",
+        )
+    )
     # an error inside a 200 stream: the call before it never runs
     add(pair("error_in_stream", "anthropic", title="an error event after a closed tool_use",
              stop="interrupted", raw="overloaded_error", text="Working.", calls=[DELETE],
@@ -474,24 +513,48 @@ def loop_cases() -> list[dict[str, Any]]:
              stop="context_full", raw="model_context_window_exceeded", calls=[DELETE_CUT],
              args=("model_context_window_exceeded",),
              why="model_context_window_exceeded: the output (the call) is cut off"))  # fmt: skip
-    add(pair("context_full", "openai-chat", vendor="mistral", title="model_length",
-             stop="context_full", raw="model_length", text="The list goes on",
-             args=("model_length",), doc="mistral",
-             why="model_length: prompt and completion reached the model's context length"))
+    add(
+        pair(
+            "context_full",
+            "openai-chat",
+            vendor="mistral",
+            title="model_length",
+            stop="context_full",
+            raw="model_length",
+            text="The list goes on",
+            args=("model_length",),
+            doc="mistral",
+            why="model_length: prompt and completion reached the model's context length",
+        )
+    )
     add(pair("context_full", "openai-chat", vendor="glm", title="model_context_window_exceeded",
              stop="context_full", raw="model_context_window_exceeded", text="The list goes on",
              args=("model_context_window_exceeded",), doc="glm",
              why="model_context_window_exceeded on the Z.ai endpoints"))  # fmt: skip
     # a value the runtime cannot know
-    for protocol, arg in [("anthropic", ("novel_stop_value",)), ("openai-chat", ("novel_stop_value",)),
-                          ("gemini", ("NOVEL_STOP_VALUE",)), ("ollama", ("novel_stop_value",))]:
+    for protocol, arg in [
+        ("anthropic", ("novel_stop_value",)),
+        ("openai-chat", ("novel_stop_value",)),
+        ("gemini", ("NOVEL_STOP_VALUE",)),
+        ("ollama", ("novel_stop_value",)),
+    ]:
         add(pair("unknown_value", protocol, title="a stop value no table lists", stop="other",
                  raw=arg[0], text="Some text.", args=arg,
                  why="a value outside the documented enum: unknown, kept as it was"))  # fmt: skip
-    add(pair("unknown_value_call", "openai-chat", title="an unknown value beside a whole call",
-             stop="other", raw="novel_stop_value", calls=[DELETE], args=("novel_stop_value",),
-             run=True, why="a value outside the documented enum: reported, and the run goes"
-                           " on (its whole call runs)"))
+    add(
+        pair(
+            "unknown_value_call",
+            "openai-chat",
+            title="an unknown value beside a whole call",
+            stop="other",
+            raw="novel_stop_value",
+            calls=[DELETE],
+            args=("novel_stop_value",),
+            run=True,
+            why="a value outside the documented enum: reported, and the run goes"
+            " on (its whole call runs)",
+        )
+    )
     # vendor values beyond the protocol's table
     for vendor, value, stop, why, doc in [
         ("deepseek", "insufficient_system_resource", "interrupted",
@@ -501,8 +564,20 @@ def loop_cases() -> list[dict[str, Any]]:
         ("openrouter", "error", "interrupted", "finish_reason error", "openrouter"),
         ("mistral", "error", "interrupted", "finish_reason error", "mistral"),
     ]:  # fmt: skip
-        add(pair(f"vendor_{value}", "openai-chat", vendor=vendor, title=f"{vendor} {value}",
-                 stop=stop, raw=value, text="Partial", args=(value,), why=why, doc=doc))
+        add(
+            pair(
+                f"vendor_{value}",
+                "openai-chat",
+                vendor=vendor,
+                title=f"{vendor} {value}",
+                stop=stop,
+                raw=value,
+                text="Partial",
+                args=(value,),
+                why=why,
+                doc=doc,
+            )
+        )
     # documented values of each protocol's own table
     for protocol, value, stop, why, extra in [
         ("anthropic", "stop_sequence", "end_turn", "stop_sequence: a stop sequence you set", {}),
@@ -530,7 +605,7 @@ def loop_cases() -> list[dict[str, Any]]:
         else:
             args, raw = (value,), value
         add(pair(f"value_{value.lower()}", protocol, title=f"{protocol} {value}", stop=stop,
-                 raw=raw if stop not in ("end_turn", "tool_use") else raw, text="Some text.",
+                 raw=raw, text="Some text.",
                  args=args, options=extra, why=why))  # fmt: skip
     # a normal tool request: the call is handed over and runs
     for protocol, arg in [("anthropic", ("tool_use",)), ("openai-chat", ("tool_calls",)),
@@ -542,42 +617,124 @@ def loop_cases() -> list[dict[str, Any]]:
                  stop="tool_use", raw=raw, calls=[LOOKUP], run=True, args=arg,
                  why="the model asks for a tool and the answer ended normally"))  # fmt: skip
     # a prompt blocked before any candidate
-    add(pair("prompt_blocked", "gemini", title="promptFeedback.blockReason SAFETY, no candidates",
-             stop="refusal", raw="SAFETY", args=(None,), options={"block": "SAFETY"},
-             doc="gemini-block", why="blockReason SAFETY: the prompt was blocked"))
+    add(
+        pair(
+            "prompt_blocked",
+            "gemini",
+            title="promptFeedback.blockReason SAFETY, no candidates",
+            stop="refusal",
+            raw="SAFETY",
+            args=(None,),
+            options={"block": "SAFETY"},
+            doc="gemini-block",
+            why="blockReason SAFETY: the prompt was blocked",
+        )
+    )
     return cases
 
 
 BUG = {
     # file: (protocol, vendor, stop, raw, tools offered, must run, must not run, why, extra)
     "cut-tool-calls/anthropic_tool_block_never_closed.sse": (
-        "anthropic", "anthropic", "max_output", "max_tokens", ["delete_all"], [], ["delete_all"],
-        "a tool_use block never closed, then max_tokens", {}),
+        "anthropic",
+        "anthropic",
+        "max_output",
+        "max_tokens",
+        ["delete_all"],
+        [],
+        ["delete_all"],
+        "a tool_use block never closed, then max_tokens",
+        {},
+    ),
     "cut-tool-calls/openai_length_call_name_only.sse": (
-        "openai-chat", "openai", "max_output", "length", ["delete_all"], [], ["delete_all"],
-        "a call with a name and empty arguments, then finish_reason length", {}),
+        "openai-chat",
+        "openai",
+        "max_output",
+        "length",
+        ["delete_all"],
+        [],
+        ["delete_all"],
+        "a call with a name and empty arguments, then finish_reason length",
+        {},
+    ),
     "cut-tool-calls/openai_tool_calls_label_unterminated_args.sse": (
-        "openai-chat", "openai", "max_output", "tool_calls", ["write_file"], [], ["write_file"],
-        "label tool_calls but arguments end mid-string at max_tokens", {"max_tokens": 24}),
+        "openai-chat",
+        "openai",
+        "max_output",
+        "tool_calls",
+        ["write_file"],
+        [],
+        ["write_file"],
+        "label tool_calls but arguments end mid-string at max_tokens",
+        {"max_tokens": 24},
+    ),
     "one-answer/gemini_stream_no_candidates.sse": (
-        "gemini", "google", "interrupted", None, ["delete_all"], [], [],
-        "an answer with no candidates and no block reason: nothing was generated", {}),
+        "gemini",
+        "google",
+        "interrupted",
+        None,
+        ["delete_all"],
+        [],
+        [],
+        "an answer with no candidates and no block reason: nothing was generated",
+        {},
+    ),
     "one-answer/gemini_body_no_candidates.json": (
-        "gemini", "google", "interrupted", None, ["delete_all"], [], [],
-        "an answer with no candidates and no block reason: nothing was generated", {}),
+        "gemini",
+        "google",
+        "interrupted",
+        None,
+        ["delete_all"],
+        [],
+        [],
+        "an answer with no candidates and no block reason: nothing was generated",
+        {},
+    ),
     "wire-2/gemini_stream_unexpected_tool_call.sse": (
-        "gemini", "google", "other", "UNEXPECTED_TOOL_CALL", ["delete_all"], [], ["delete_all"],
+        "gemini",
+        "google",
+        "other",
+        "UNEXPECTED_TOOL_CALL",
+        ["delete_all"],
+        [],
+        ["delete_all"],
         "UNEXPECTED_TOOL_CALL: a call although no tools were enabled (tool_choice none); a"
-        " documented value of no class: the call must not run", {"tool_choice": "none"}),
+        " documented value of no class: the call must not run",
+        {"tool_choice": "none"},
+    ),
     "wire-2/openai_stream_resends_whole_call.sse": (
-        "openai-chat", "openai", "tool_use", "tool_calls", ["lookup"], ["lookup"], [],
-        "a stream that repeats the whole call: one call", {}),
+        "openai-chat",
+        "openai",
+        "tool_use",
+        "tool_calls",
+        ["lookup"],
+        ["lookup"],
+        [],
+        "a stream that repeats the whole call: one call",
+        {},
+    ),
     "wire-2/gemini_stream_leading_empty_stop.sse": (
-        "gemini", "google", "end_turn", "STOP", ["delete_all"], [], [],
-        "a leading empty STOP chunk, then the answer", {}),
+        "gemini",
+        "google",
+        "end_turn",
+        "STOP",
+        ["delete_all"],
+        [],
+        [],
+        "a leading empty STOP chunk, then the answer",
+        {},
+    ),
     "replay/deepseek_empty_reasoning_then_tool.sse": (
-        "openai-chat", "deepseek", "tool_use", "tool_calls", ["lookup"], ["lookup"], [],
-        "empty reasoning, then a tool call", {}),
+        "openai-chat",
+        "deepseek",
+        "tool_use",
+        "tool_calls",
+        ["lookup"],
+        ["lookup"],
+        [],
+        "empty reasoning, then a tool call",
+        {},
+    ),
 }
 
 

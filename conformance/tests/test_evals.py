@@ -10,9 +10,8 @@ import pytest
 
 pytest.importorskip("pydantic_evals")
 
-from pydantic_evals import Case, Dataset  # noqa: E402
-
-from zett_conformance.evals import StopAware  # noqa: E402
+from pydantic_evals import Case, Dataset
+from zett_conformance.evals import StopAware
 
 ANSWERS: dict[str, dict[str, Any]] = {
     "refused, nothing ran": {"stop": "refusal", "ran": {}},
@@ -47,5 +46,5 @@ def test_stop_aware_evaluator_in_a_dataset() -> None:
 
 
 def test_an_unknown_stop_class_is_refused() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="stop must be one of"):
         StopAware(stop="finished")

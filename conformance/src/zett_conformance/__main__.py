@@ -41,8 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     result = run_cases(args.runtime, args.cases, jobs=args.jobs)
     path = write_result(result, args.results)
     summary = result["summary"]
-    print(f"{result['runtime']} {result['version']}: {summary['cases']['passed']}/"
-          f"{summary['cases']['of']} cases pass every check ({summary['cases']['total']} cases)")  # fmt: skip
+    cases = summary["cases"]
+    print(
+        f"{result['runtime']} {result['version']}: {cases['passed']}/{cases['of']} cases"
+        f" pass every check ({cases['total']} cases)"
+    )
     for check in CHECKS:
         print(f"  {check:10} {summary[check]['passed']}/{summary[check]['of']}")
     if args.failures:

@@ -130,7 +130,7 @@ def validate(data: Any, where: str) -> None:
           "request.tools must name at least one tool")  # fmt: skip
     _need(isinstance(response.get("status"), int), where, "response.status must be an integer")
     _need(isinstance(response.get("body"), str), where, "response.body must be a string")
-    _need(expected.get("stop") in STOP_CLASSES, where, f"expected.stop must be one of {STOP_CLASSES}")
+    _need(expected.get("stop") in STOP_CLASSES, where, f"expected.stop is one of {STOP_CLASSES}")
     for key in ("tool_calls", "must_not_run"):
         names = expected.get(key)
         _need(isinstance(names, list), where, f"expected.{key} must be a list")

@@ -95,7 +95,7 @@ class ReplayServer:
                 except (BrokenPipeError, ConnectionResetError):
                     self.close_connection = True  # the client went away mid-reply
 
-            do_POST = do_GET = _safe
+            do_POST = do_GET = _safe  # noqa: N815 - the names http.server looks up
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True

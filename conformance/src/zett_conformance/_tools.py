@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ToolBox", "TOOL_SCHEMA"]
+__all__ = ["TOOL_SCHEMA", "ToolBox"]
 
 TOOL_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": True}
 """The argument schema every case tool is offered with: any object."""

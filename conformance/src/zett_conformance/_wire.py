@@ -238,7 +238,8 @@ def ollama(text: str, calls: list[tuple[str, str, bool]], done_reason: str | Non
     lines = []
     if text:
         lines.append({"model": "test-model", "created_at": "2026-01-01T00:00:00Z",
-                      "message": {"role": "assistant", "content": text}, "done": False})  # fmt: skip
+                      "message": {"role": "assistant", "content": text},
+                      "done": False})  # fmt: skip
     if error is not None:
         lines.append({"error": error})
     else:

@@ -100,6 +100,8 @@ def run(case: Case, base_url: str, tools: ToolBox) -> Observation:
                 finish = finish or whole.choices[0].finish_reason
         else:
             response = litellm.completion(**kwargs)
+            if not response.choices:
+                return Observation(None, note="no choices")
             choice = response.choices[0]
             finish = choice.finish_reason
             message = choice.message
@@ -117,6 +119,11 @@ def run(case: Case, base_url: str, tools: ToolBox) -> Observation:
         run_call(tools, call["name"], call["arguments"])
     return Observation(stop, raw=[finish] if finish else [], text=text + refusal,
                        tool_calls=[c["name"] for c in calls])  # fmt: skip
+
+
+def _field(value: Any, key: str) -> Any:
+    """A field of a LiteLLM Responses object or of its dict form."""
+    return value.get(key) if isinstance(value, dict) else getattr(value, key, None)
 
 
 def _responses(case: Case, base_url: str, tools: ToolBox) -> Observation:
@@ -149,20 +156,18 @@ def _responses(case: Case, base_url: str, tools: ToolBox) -> Observation:
     text, refusal = "", ""
     calls = []
     for item in getattr(response, "output", None) or []:
-        kind = item.get("type") if isinstance(item, dict) else getattr(item, "type", None)
-        get = item.get if isinstance(item, dict) else (lambda k, i=item: getattr(i, k, None))
+        kind = _field(item, "type")
         if kind == "message":
-            for part in get("content") or []:
-                pget = part.get if isinstance(part, dict) else (lambda k, p=part: getattr(p, k, None))
-                if pget("type") == "output_text":
-                    text += pget("text") or ""
-                elif pget("type") == "refusal":
-                    refusal += pget("refusal") or ""
+            for part in _field(item, "content") or []:
+                if _field(part, "type") == "output_text":
+                    text += _field(part, "text") or ""
+                elif _field(part, "type") == "refusal":
+                    refusal += _field(part, "refusal") or ""
         elif kind == "function_call":
-            calls.append({"name": get("name"), "arguments": get("arguments")})
+            calls.append({"name": _field(item, "name"), "arguments": _field(item, "arguments")})
     status = getattr(response, "status", None)
     details = getattr(response, "incomplete_details", None)
-    reason = details.get("reason") if isinstance(details, dict) else getattr(details, "reason", None)
+    reason = _field(details, "reason")
     if refusal:
         stop = "refusal"
     elif status == "completed":

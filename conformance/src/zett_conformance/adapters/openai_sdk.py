@@ -60,9 +60,7 @@ def _text(content: Any) -> str:
     return ""
 
 
-def _chat(
-    client: openai.OpenAI, case: Case, tools: ToolBox, seen: dict[str, str]
-) -> Observation:
+def _chat(client: openai.OpenAI, case: Case, tools: ToolBox, seen: dict[str, str]) -> Observation:
     kwargs: dict[str, Any] = {
         "model": "test-model",
         "messages": [{"role": "user", "content": "go"}],

@@ -20,9 +20,10 @@ declare -A PINS=(
   [anthropic-sdk]="anthropic==2.15.0"
   [pydantic-ai]="pydantic-ai-slim[openai,anthropic,google]==2.68.0"
   [litellm]="litellm==1.110.2"
+  [zett-0.2.1]="zett-agent==0.2.1"
   [evals]="pydantic-evals==2.62.0 pytest==9.2.0"
 )
-ORDER=(openai-sdk anthropic-sdk pydantic-ai litellm)
+ORDER=(openai-sdk anthropic-sdk pydantic-ai litellm zett-0.2.1)
 
 setup() {  # one venv per runtime, made once
   local name=$1 venv=$VENVS/$1

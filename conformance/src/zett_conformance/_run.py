@@ -1,7 +1,7 @@
 """Running a runtime's adapter over the cases, and scoring what it observed.
 
 An adapter is a module with ``NAME``, ``PROTOCOLS`` (the wire protocols it can be
-pointed at), ``version()`` and ``run(case, base_url, tools) -> Observation``: it
+pointed at; an optional ``applies(case)`` narrows that), ``version()`` and ``run(case, base_url, tools) -> Observation``: it
 drives its runtime against the replay at ``base_url`` with the case's tools and
 reports what a host of that runtime can observe. It catches the runtime's own
 typed errors (a host's ``except``) and reports them in ``Observation.error``;
@@ -60,6 +60,7 @@ ADAPTERS = {
     "anthropic-sdk": "zett_conformance.adapters.anthropic_sdk",
     "pydantic-ai": "zett_conformance.adapters.pydantic_ai",
     "litellm": "zett_conformance.adapters.litellm",
+    "zett-0.2.1": "zett_conformance.adapters.zett_021",
 }
 
 
@@ -94,7 +95,8 @@ def load_adapter(runtime: str) -> ModuleType:
 
 def _one(adapter: ModuleType, case: Case) -> dict[str, Any]:
     record: dict[str, Any] = {"id": case.id, "protocol": case.protocol, "twin": case.twin}
-    if case.protocol not in adapter.PROTOCOLS:
+    applies = getattr(adapter, "applies", None)
+    if case.protocol not in adapter.PROTOCOLS or (applies is not None and not applies(case)):
         record["applicable"] = False
         return record
     record["applicable"] = True
@@ -187,6 +189,7 @@ def run_cases(runtime: str, only: Iterable[str] = (), *, jobs: int = 1) -> dict[
     own replay server); the result document (JSON-ready)."""
     adapter = load_adapter(runtime)
     cases = load_cases(only=only)
+    jobs = min(jobs, getattr(adapter, "JOBS", jobs))  # an adapter may need fewer
     with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
         records = list(pool.map(lambda case: _one(adapter, case), cases))
     summary = score(cases, records)

@@ -1,9 +1,10 @@
 """Running a runtime's adapter over the cases, and scoring what it observed.
 
 An adapter is a module with ``NAME``, ``PROTOCOLS`` (the wire protocols it can be
-pointed at; an optional ``applies(case)`` narrows that), ``version()`` and ``run(case, base_url, tools) -> Observation``: it
-drives its runtime against the replay at ``base_url`` with the case's tools and
-reports what a host of that runtime can observe. It catches the runtime's own
+pointed at; an optional ``applies(case)`` narrows that, an optional ``JOBS`` caps
+the cases run at a time), ``version()`` and ``run(case, base_url, tools) ->
+Observation``: it drives its runtime against the replay at ``base_url`` with the
+case's tools and reports what a host of that runtime can observe. It catches the runtime's own
 typed errors (a host's ``except``) and reports them in ``Observation.error``;
 anything else escaping it, or a run past :data:`CASE_TIMEOUT`, is a crash.
 

@@ -22,9 +22,10 @@ from typing import Any
 from zett_agent.agent import Agent
 from zett_agent.events import AgentEventType
 from zett_agent.exceptions import AgentError
-from zett_agent.model import RetryOptions
 from zett_agent.providers.base import ProviderRefusalError
 from zett_agent.tools.base import AgentTool
+
+from zett_agent.model import RetryOptions
 
 from .._cases import Case
 from .._run import Observation

@@ -21,9 +21,10 @@ declare -A PINS=(
   [pydantic-ai]="pydantic-ai-slim[openai,anthropic,google]==2.68.0"
   [litellm]="litellm==1.110.2"
   [zett-0.2.1]="zett-agent==0.2.1"
+  [langchain]="langchain-openai==1.7.4 langchain-anthropic==1.7.10"
   [evals]="pydantic-evals==2.62.0 pytest==9.2.0"
 )
-ORDER=(openai-sdk anthropic-sdk pydantic-ai litellm zett-0.2.1)
+ORDER=(openai-sdk anthropic-sdk pydantic-ai litellm zett-0.2.1 langchain)
 
 setup() {  # one venv per runtime, made once
   local name=$1 venv=$VENVS/$1

@@ -62,6 +62,7 @@ ADAPTERS = {
     "pydantic-ai": "zett_conformance.adapters.pydantic_ai",
     "litellm": "zett_conformance.adapters.litellm",
     "zett-0.2.1": "zett_conformance.adapters.zett_021",
+    "langchain": "zett_conformance.adapters.langchain",
 }
 
 

@@ -22,9 +22,10 @@ declare -A PINS=(
   [litellm]="litellm==1.110.2"
   [zett-0.2.1]="zett-agent==0.2.1"
   [langchain]="langchain-openai==1.7.4 langchain-anthropic==1.7.10"
+  [openai-agents]="openai-agents==0.24.0"
   [evals]="pydantic-evals==2.62.0 pytest==9.2.0"
 )
-ORDER=(openai-sdk anthropic-sdk pydantic-ai litellm zett-0.2.1 langchain)
+ORDER=(openai-sdk anthropic-sdk pydantic-ai litellm zett-0.2.1 langchain openai-agents vercel-ai)
 
 setup() {  # one venv per runtime, made once
   local name=$1 venv=$VENVS/$1
@@ -42,6 +43,10 @@ for name in "${wanted[@]}"; do
     zett)
       PYTHONPATH="src:conformance/src${PYTHONPATH:+:$PYTHONPATH}" python -m zett_conformance run \
         --runtime zett --results "$RESULTS" --jobs 2 ;;
+    vercel-ai)  # node: the packages pinned in conformance/node/package-lock.json
+      [ -d conformance/node/node_modules ] || (cd conformance/node && npm ci --no-audit --no-fund)
+      PYTHONPATH=conformance/src python -m zett_conformance run --runtime vercel-ai \
+        --results "$RESULTS" --jobs 2 ;;
     evals)  # the stop-aware evaluator's test, where pydantic-evals is installed
       setup evals
       "$VENVS/evals/bin/python" -m pytest -q -p no:cacheprovider conformance/tests/test_evals.py ;;

@@ -63,6 +63,8 @@ ADAPTERS = {
     "litellm": "zett_conformance.adapters.litellm",
     "zett-0.2.1": "zett_conformance.adapters.zett_021",
     "langchain": "zett_conformance.adapters.langchain",
+    "vercel-ai": "zett_conformance.adapters.vercel_ai",
+    "openai-agents": "zett_conformance.adapters.openai_agents",
 }
 
 

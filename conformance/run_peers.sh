@@ -14,6 +14,7 @@ cd "$(dirname "$0")/.."
 VENVS=${VENVS:-/tmp/zett-conformance-venvs}
 PYTHON=${PYTHON:-python3}
 RESULTS=conformance/results
+export LITELLM_LOCAL_MODEL_COST_MAP=True  # LiteLLM reads its bundled cost map, no fetch
 
 declare -A PINS=(
   [openai-sdk]="openai==3.57.0"
@@ -49,10 +50,10 @@ for name in "${wanted[@]}"; do
         --results "$RESULTS" --jobs 2 ;;
     evals)  # the stop-aware evaluator's test, where pydantic-evals is installed
       setup evals
-      "$VENVS/evals/bin/python" -m pytest -q -p no:cacheprovider conformance/tests/test_evals.py ;;
+      env -u PYTHONPATH "$VENVS/evals/bin/python" -m pytest -q -p no:cacheprovider conformance/tests/test_evals.py ;;
     *)
       setup "$name"
-      "$VENVS/$name/bin/python" -m zett_conformance run --runtime "$name" --results "$RESULTS" \
+      env -u PYTHONPATH "$VENVS/$name/bin/python" -m zett_conformance run --runtime "$name" --results "$RESULTS" \
         --jobs 2 ;;
   esac
 done

@@ -130,17 +130,24 @@ def _one(adapter: ModuleType, case: Case) -> dict[str, Any]:
 def _checks(case: Case, record: dict[str, Any]) -> dict[str, bool | None]:
     expected = case.expected
     observed = record["observed"]
-    if observed is None:
-        return {c: (False if c != "agreement" else None) for c in CHECKS}
     must_not = expected["must_not_run"]
     text = expected.get("text")
     kept_applies = bool(text) or bool(expected["tool_calls"])
+    raw_applies = bool(expected.get("raw")) and expected["stop"] not in _NORMAL
+    tools = all(record["ran"].get(n, 0) == 0 for n in must_not) if must_not else None
+    if observed is None:  # a crash: what applies fails, except what the counter says
+        return {
+            "stop": False,
+            "raw": False if raw_applies else None,
+            "tools": tools,
+            "agreement": None,
+            "kept": False if kept_applies else None,
+            "no_crash": False,
+        }
     return {
         "stop": observed["stop"] == expected["stop"],
-        "raw": (expected["raw"] in observed["raw"])
-        if expected.get("raw") and expected["stop"] not in _NORMAL
-        else None,
-        "tools": all(record["ran"].get(n, 0) == 0 for n in must_not) if must_not else None,
+        "raw": (expected["raw"] in observed["raw"]) if raw_applies else None,
+        "tools": tools,
         "agreement": None,
         "kept": (
             ((not text) or text in observed["text"])

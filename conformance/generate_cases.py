@@ -500,6 +500,37 @@ def loop_cases() -> list[dict[str, Any]]:
              raw=None, text="Working.", args=(None,), options={"error": "model runner crashed"},
              stream_only=True,
              why="an {error} line on an already-200 stream, then EOF"))  # fmt: skip
+    # a stream that ends before its terminal event (the connection closed cleanly):
+    # nothing said the answer is complete, so a call in it never runs
+    for protocol, finish, drop, calls, text in [
+        ("anthropic", "tool_use", 2, [DELETE], "Working."),  # no message_delta, message_stop
+        ("openai-chat", "tool_calls", 2, [DELETE], "Working."),  # no finish chunk, no [DONE]
+        ("openai-responses", "completed", 1, [DELETE], "Working."),  # no response.completed
+        ("gemini", None, 0, [DELETE], "Working."),  # the last chunk has no finishReason
+        ("ollama", "stop", 1, [], "Working."),  # no done:true line
+    ]:  # fmt: skip
+        body = BUILDERS[protocol](text, calls, finish, stream=True)
+        if drop:
+            sep = "\n" if protocol == "ollama" else "\n\n"
+            pieces = [p for p in body.split(sep) if p.strip()]
+            body = "".join(p + sep for p in pieces[:-drop])
+        names = [name for name, _args, _closed in calls]
+        cases.append(case(
+            id=f"loop.dropped.{protocol}.stream", title="a stream that ends before its end",
+            protocol=protocol, vendor=VENDOR_OF[protocol],
+            source={"kind": "synthesized", "file": "conformance/generate_cases.py",
+                    "builder": BUILDERS[protocol].__name__},
+            stream=True, tools=names or ["delete_all"], status=200,
+            content_type="application/x-ndjson" if protocol == "ollama" else "text/event-stream",
+            body=body, stop="interrupted", raw=None, text=text, tool_calls=[],
+            must_not_run=names, doc=DOCS[{"anthropic": "anthropic-streaming",
+                                          "openai-chat": "openai-chat-stream",
+                                          "openai-responses": "openai-responses-stream",
+                                          "gemini": "gemini", "ollama": "ollama"}[protocol]],
+            why="the stream closed before its terminal event (message_stop, the finish chunk"
+                " and [DONE], response.completed, a finishReason, done:true): the response"
+                " was cut by the transport",
+        ))  # fmt: skip
     # a pause
     add(pair("pause", "anthropic", title="pause_turn after text", stop="paused",
              raw="pause_turn", text="Searching.", args=("pause_turn",),
@@ -595,6 +626,11 @@ def loop_cases() -> list[dict[str, Any]]:
         ("gemini", "PROHIBITED_CONTENT", "refusal", "PROHIBITED_CONTENT: prohibited content", {}),
         ("gemini", "BLOCKLIST", "refusal", "BLOCKLIST: forbidden terms", {}),
         ("gemini", "SPII", "refusal", "SPII: sensitive personally identifiable information", {}),
+        ("gemini", "IMAGE_SAFETY", "refusal", "IMAGE_SAFETY: generated images were flagged", {}),
+        ("gemini", "MALFORMED_FUNCTION_CALL", "other",
+         "MALFORMED_FUNCTION_CALL: the call the model made was not valid; a value of no class", {}),
+        ("gemini", "LANGUAGE", "other", "LANGUAGE: an unsupported language; a value of no class", {}),
+        ("gemini", "FINISH_REASON_UNSPECIFIED", "other", "FINISH_REASON_UNSPECIFIED: not used", {}),
         ("ollama", "stop", "end_turn", "done_reason stop", {}),
         ("ollama", "length", "max_output", "done_reason length", {}),
     ]:  # fmt: skip

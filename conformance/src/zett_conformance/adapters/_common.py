@@ -17,7 +17,7 @@ def run_call(tools: ToolBox, name: str | None, arguments: Any) -> bool:
         return False
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
+            arguments = json.loads(arguments)  # "" does not parse either
         except ValueError:
             return False
     if not isinstance(arguments, dict):

@@ -1,0 +1,1 @@
+"""One adapter per runtime: each drives its runtime against a case replay."""

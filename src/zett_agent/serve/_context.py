@@ -18,6 +18,7 @@ from ._attachments import (
     DEFAULT_MAX_CHAT_BODY_BYTES,
 )
 from ._elicitations import Elicitations
+from ._replay_buffer import DEFAULT_RESUME_BUFFER_BYTES
 from ._request import (
     ChatRequest,
     RequestError,
@@ -54,6 +55,10 @@ class ServeSettings:
         slow_client_timeout: seconds a run may wait, with that queue full, for a
             client that does not read; then the run is cancelled as a disconnect
             cancels it (INTERRUPTED, ``detail["limit"] == "slow_client_timeout"``).
+        resumable: runs outlive their client and a page may rejoin them (the AI
+            SDK's ``resume: true``; ``POST /api/chat/{id}/stop`` stops one): :mod:`._rejoin`.
+        resume_buffer_bytes: bytes of a running message kept for rejoining readers
+            (past it, complete steps are rebuilt from the store): :mod:`._replay_buffer`.
     """
 
     host: str = "127.0.0.1"
@@ -65,6 +70,8 @@ class ServeSettings:
     max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES
     stream_buffer_bytes: int = DEFAULT_STREAM_BUFFER_BYTES
     slow_client_timeout: float = DEFAULT_SLOW_CLIENT_TIMEOUT
+    resumable: bool = False
+    resume_buffer_bytes: int = DEFAULT_RESUME_BUFFER_BYTES
 
 
 @dataclass

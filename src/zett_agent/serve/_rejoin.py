@@ -1,0 +1,316 @@
+"""Resumable streams: a page that reloads mid-answer picks the answer up.
+
+With ``ServeSettings.resumable`` on, ``POST /api/chat`` runs its run in the
+request's task but no longer ties it to the client: the run's SSE events go into a
+:class:`~._replay_buffer.ReplayBuffer` kept per session (:class:`LiveRun`), and the
+response is one *reader* of it. A client that disconnects ends only its reader;
+the run goes on and stores its answer. The AI SDK's resume request (``GET
+/api/chat/{id}/stream``, what ``DefaultChatTransport.reconnectToStream`` sends,
+``ai`` 7.0.173: no body, no offset) gets another reader: the running message from
+its ``start`` (its ``messageId`` the stored id), then live events; 204 when
+nothing runs (or ran less than :data:`GRACE` seconds ago). ``POST
+/api/chat/{id}/stop`` cancels the run (stored as INTERRUPTED, ``detail["limit"] ==
+"stop_endpoint"``); every reader gets ``abort``.
+
+**The restored session and the replay divide the work** by the message id: ``GET
+/api/sessions/{id}`` gives the stored messages, the running one with the steps it
+has stored; the replay is always the *whole* running message from ``start``. On a
+resume the SDK starts a fresh message state and, seeing ``start.messageId``, replaces
+the restored message of that id with the replayed one, so no part is shown twice.
+
+A reader that cannot send for ``slow_client_timeout`` seconds, or falls behind
+what the bounded buffer keeps, is closed (the run goes on; the page can resume).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from zett_agent._resume import cancelling
+
+from ._context import State, state_of
+from ._history import ui_messages
+from ._replay_buffer import ReplayBuffer
+from ._request import RequestError, valid_session_id
+from ._stream import DONE, UI_MESSAGE_STREAM_HEADERS, sse
+
+__all__ = ["GRACE", "LiveRun", "ResumableResponse", "live_run", "rejoin", "stop", "stored_chunks"]
+
+logger = logging.getLogger("zett_agent.serve")
+
+GRACE = 5.0
+"""Seconds a finished run's buffer is still replayed: a page that read the session
+while the run streamed and asks to resume just after it ended still gets the end."""
+
+_ABORT = sse({"type": "abort", "reason": "stopped"}) + DONE
+
+
+@dataclass
+class LiveRun:
+    """One run of a session that readers can join (see the module)."""
+
+    session_id: str
+    message_id: str
+    buffer: ReplayBuffer
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    ended_at: float | None = None
+    readers: int = 0
+    stopped: bool = False
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.scope.cancel()
+
+
+def _runs(state: State) -> dict[str, LiveRun]:
+    runs: dict[str, LiveRun] | None = getattr(state, "_live_runs", None)
+    if runs is None:
+        runs = {}
+        state._live_runs = runs  # type: ignore[attr-defined]
+    return runs
+
+
+def live_run(state: State, session_id: str) -> LiveRun | None:
+    """The run of ``session_id`` readers may join (None: none, or ended > GRACE ago)."""
+    run = _runs(state).get(session_id)
+    if run is None:
+        return None
+    if run.ended_at is not None and time.monotonic() - run.ended_at > GRACE:
+        del _runs(state)[session_id]
+        return None
+    return run
+
+
+def _streamed(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """``headers`` without the ``content-length`` an empty Response gets."""
+    return [(k, v) for k, v in headers if k != b"content-length"]
+
+
+class _Reader(Response):
+    """A response that follows a :class:`ReplayBuffer` (``prefix`` first)."""
+
+    def __init__(self, state: State, run: LiveRun, prefix: bytes = b"", start: int = 0) -> None:
+        super().__init__(headers=dict(UI_MESSAGE_STREAM_HEADERS))
+        self.raw_headers = _streamed(self.raw_headers)
+        self._state = state
+        self._run = run
+        self._prefix = prefix
+        self._start = start
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await _read(
+            self._state, self._run, self._prefix, self._start, receive, send, self.raw_headers
+        )
+
+
+async def _read(
+    state: State,
+    run: LiveRun,
+    prefix: bytes,
+    start: int,
+    receive: Receive,
+    send: Send,
+    headers: list[tuple[bytes, bytes]],
+) -> None:
+    timeout = state.settings.slow_client_timeout
+    run.readers += 1
+    try:
+        async with anyio.create_task_group() as group:
+
+            async def watch() -> None:
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                group.cancel_scope.cancel()
+
+            group.start_soon(watch)
+            try:
+                await send({"type": "http.response.start", "status": 200, "headers": headers})
+                if prefix:
+                    await send({"type": "http.response.body", "body": prefix, "more_body": True})
+                async for data in run.buffer.follow(start):
+                    with anyio.move_on_after(timeout) as waited:
+                        await send({"type": "http.response.body", "body": data, "more_body": True})
+                    if waited.cancelled_caught:
+                        logger.warning(
+                            "dropping a resumable stream's reader: it read nothing "
+                            "for %g s (the run goes on)",
+                            timeout,
+                        )
+                        return
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            except OSError:
+                pass
+            group.cancel_scope.cancel()
+    finally:
+        run.readers -= 1
+
+
+class ResumableResponse(Response):
+    """The response of a run that readers can join: the run (``chunks``, the SSE
+    bytes of :func:`~._backpressure.chunks`) is read in this request's task into
+    the session's :class:`LiveRun`, and this response is its first reader.
+    ``on_close`` is called once the run has ended (the session is free)."""
+
+    def __init__(
+        self,
+        state: State,
+        session_id: str,
+        message_id: str,
+        chunks: AsyncGenerator[bytes, None],
+        on_close: Callable[[], None],
+    ) -> None:
+        super().__init__(headers=dict(UI_MESSAGE_STREAM_HEADERS))
+        self.raw_headers = _streamed(self.raw_headers)
+        self._state = state
+        self._chunks = chunks
+        self._on_close = on_close
+        self.run = LiveRun(session_id, message_id, ReplayBuffer(state.settings.resume_buffer_bytes))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        run = self.run
+        _runs(self._state)[run.session_id] = run
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(_read, self._state, run, b"", 0, receive, send, self.raw_headers)
+                try:
+                    why = "stopped by POST /api/chat/{id}/stop"
+                    with run.scope, cancelling("stop_endpoint", why):
+                        async with aclosing(self._chunks) as chunks:
+                            async for data in chunks:
+                                run.buffer.append(data)
+                    if run.scope.cancelled_caught:
+                        run.buffer.append(_ABORT)
+                finally:
+                    run.ended_at = time.monotonic()
+                    run.buffer.close()
+                    self._on_close()
+        finally:
+            run.buffer.close()
+
+
+async def rejoin(request: Request) -> Response:
+    """``GET /api/chat/{id}/stream``: join the running message (see the module)."""
+    state = state_of(request)
+    session_id = valid_session_id(request.path_params["id"])
+    run = live_run(state, session_id) if state.settings.resumable else None
+    if run is None:
+        return Response(status_code=204)
+    buffer = run.buffer
+    if not buffer.dropped:
+        return _Reader(state, run)
+    # past the bound: start, the dropped steps from the store, then what is kept
+    first = buffer.first
+    kept_from = buffer.dropped + 1
+    steps = buffer.steps_dropped
+    rows = await state.client.store.rows(session_id)
+    prefix = first + b"".join(
+        map(
+            sse,
+            stored_chunks(ui_messages(rows, state.agent.continue_prompt), run.message_id, steps),
+        )
+    )
+    return _Reader(state, run, prefix, kept_from)
+
+
+async def stop(request: Request) -> Response:
+    """``POST /api/chat/{id}/stop``: cancel the session's run (204; 404 when none runs).
+    The answer so far is stored as INTERRUPTED (``detail["limit"] == "stop_endpoint"``)."""
+    state = state_of(request)
+    session_id = valid_session_id(request.path_params["id"])
+    run = live_run(state, session_id)
+    if run is None or run.ended_at is not None:
+        raise RequestError("nothing runs in this session", 404)
+    run.stop()
+    return Response(status_code=204)
+
+
+def stored_chunks(messages: list[dict[str, Any]], message_id: str, steps: int) -> list[Any]:
+    """The chunks of the first ``steps`` steps of the stored UI message
+    ``message_id``, as whole parts (what a dropped part of a replay is rebuilt
+    from)."""
+    message = next((m for m in messages if m.get("id") == message_id), None)
+    if message is None:
+        return []
+    out: list[Any] = []
+    seen = 0
+    n = 0
+    for part in message.get("parts", []):
+        kind = part.get("type", "")
+        if kind == "step-start":
+            if seen:
+                out.append({"type": "finish-step"})
+            seen += 1
+            if seen > steps:
+                return out
+            out.append({"type": "start-step"})
+            continue
+        n += 1
+        pid = f"{message_id}-s{n}"
+        if kind in ("text", "reasoning"):
+            out += [
+                {"type": f"{kind}-start", "id": pid},
+                {"type": f"{kind}-delta", "id": pid, "delta": part.get("text", "")},
+                {"type": f"{kind}-end", "id": pid},
+            ]
+        elif kind == "data-stop":
+            out.append({"type": "data-stop", "data": part.get("data")})
+        elif kind.startswith("tool-"):
+            out += _tool_chunks(part, kind[len("tool-") :])
+    if seen:
+        out.append({"type": "finish-step"})
+    return out
+
+
+def _tool_chunks(part: dict[str, Any], name: str) -> list[Any]:
+    call = part.get("toolCallId")
+    out: list[Any] = [{"type": "tool-input-start", "toolCallId": call, "toolName": name}]
+    stage = part.get("state")
+    if stage == "output-error" and "output" not in part and isinstance(part.get("input"), str):
+        out.append(
+            {
+                "type": "tool-input-error",
+                "toolCallId": call,
+                "toolName": name,
+                "input": part.get("input"),
+                "errorText": part.get("errorText", ""),
+            }
+        )
+        return out
+    out.append(
+        {
+            "type": "tool-input-available",
+            "toolCallId": call,
+            "toolName": name,
+            "input": part.get("input"),
+        }
+    )
+    if stage == "output-available":
+        out.append(
+            {"type": "tool-output-available", "toolCallId": call, "output": part.get("output")}
+        )
+    elif stage == "output-error":
+        out.append(
+            {
+                "type": "tool-output-error",
+                "toolCallId": call,
+                "errorText": part.get("errorText", ""),
+            }
+        )
+    elif stage == "output-denied":
+        out.append({"type": "tool-output-denied", "toolCallId": call})
+    elif stage == "approval-requested":
+        approval = part.get("approval") or {}
+        out.append(
+            {"type": "tool-approval-request", "approvalId": approval.get("id"), "toolCallId": call}
+        )
+    return out

@@ -114,10 +114,12 @@ def test_nothing_running_is_204(server: str) -> None:
 def test_two_readers_follow_one_run(server: str) -> None:
     whole = full_run(server, "whole2", "tool call please")
     leave_after(server, "two", "tool call please", 5)
-    with httpx.Client(timeout=30) as one, httpx.Client(timeout=30) as two:
-        with one.stream("GET", f"{server}/api/chat/two/stream") as first:
-            second = two.get(f"{server}/api/chat/two/stream")
-            body = first.read().decode()
+    with (
+        httpx.Client(timeout=30) as two,
+        httpx.stream("GET", f"{server}/api/chat/two/stream", timeout=30) as first,
+    ):
+        second = two.get(f"{server}/api/chat/two/stream")
+        body = first.read().decode()
     assert read_chunks(body) == whole
     assert read_chunks(second.text) == whole
 

@@ -13,7 +13,8 @@ them), but never events a live reader has yet to send, unless the buffer holds
 :data:`HARD_FACTOR` times ``limit``. The first event (``start``) is kept. A
 reader that joins after a drop is sent ``start``, then the dropped steps rebuilt
 from the store (whole parts, :func:`~._rejoin.stored_chunks`), then the events
-kept. The step still streaming is never dropped, so one long step is held whole (the run holds its text too).
+kept. The step still streaming is never dropped, so one long step is held
+whole (the run holds its text too).
 """
 
 from __future__ import annotations

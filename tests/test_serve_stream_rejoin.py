@@ -133,7 +133,7 @@ def test_the_stop_endpoint_stops_the_run(server: str) -> None:
                 break
         assert httpx.post(f"{server}/api/chat/stopme/stop").status_code == 204
         rest = "\n".join(lines)
-    assert '"type": "abort"' in rest
+    assert '"finishReason": "interrupted"' in rest
     stored = httpx.get(f"{server}/api/sessions/stopme").json()["messages"][-1]
     stop = next(p for p in stored["parts"] if p["type"] == "data-stop")["data"]
     assert stop["reason"] == "interrupted"

@@ -10,7 +10,8 @@ the run goes on and stores its answer. The AI SDK's resume request (``GET
 its ``start`` (its ``messageId`` the stored id), then live events; 204 when
 nothing runs (or ran less than :data:`GRACE` seconds ago). ``POST
 /api/chat/{id}/stop`` cancels the run (stored as INTERRUPTED, ``detail["limit"] ==
-"stop_endpoint"``); every reader gets ``abort``.
+"stop_endpoint"``); every reader gets the stored ``data-stop`` and ``finish``
+(``interrupted``), the end a restored session shows too.
 
 **The restored session and the replay divide the work** by the message id: ``GET
 /api/sessions/{id}`` gives the stored messages, the running one with the steps it
@@ -24,6 +25,7 @@ what the bounded buffer keeps, is closed (the run goes on; the page can resume).
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable
@@ -40,7 +42,7 @@ from zett_agent._resume import cancelling
 
 from ._context import State, state_of
 from ._history import ui_messages
-from ._replay_buffer import ReplayBuffer
+from ._replay_buffer import ReplayBuffer, split_events
 from ._request import RequestError, valid_session_id
 from ._stream import DONE, UI_MESSAGE_STREAM_HEADERS, sse
 
@@ -55,6 +57,38 @@ while the run streamed and asks to resume just after it ended still gets the end
 _ABORT = sse({"type": "abort", "reason": "stopped"}) + DONE
 
 
+class OpenParts:
+    """The text and reasoning parts, and the step, a stream has open (to close
+    them when its run is stopped)."""
+
+    def __init__(self) -> None:
+        self.open: dict[str, str] = {}  # part id -> "text" | "reasoning"
+        self.step = False
+
+    def see(self, data: bytes) -> None:
+        if b'-start"' not in data and b'-end"' not in data and b'-step"' not in data:
+            return
+        for event in split_events(data):
+            if not event.startswith(b"data: {"):
+                continue
+            chunk = json.loads(event[len(b"data: ") :])
+            kind = chunk.get("type", "")
+            if kind in ("text-start", "reasoning-start"):
+                self.open[chunk["id"]] = kind[: -len("-start")]
+            elif kind in ("text-end", "reasoning-end"):
+                self.open.pop(chunk["id"], None)
+            elif kind in ("start-step", "finish-step"):
+                self.step = kind == "start-step"
+
+    def close(self) -> list[Any]:
+        out: list[Any] = [{"type": f"{kind}-end", "id": pid} for pid, kind in self.open.items()]
+        if self.step:
+            out.append({"type": "finish-step"})
+        self.open.clear()
+        self.step = False
+        return out
+
+
 @dataclass
 class LiveRun:
     """One run of a session that readers can join (see the module)."""
@@ -66,6 +100,7 @@ class LiveRun:
     ended_at: float | None = None
     readers: int = 0
     stopped: bool = False
+    parts: OpenParts = field(default_factory=lambda: OpenParts())
 
     def stop(self) -> None:
         self.stopped = True
@@ -176,6 +211,27 @@ class ResumableResponse(Response):
         self._on_close = on_close
         self.run = LiveRun(session_id, message_id, ReplayBuffer(state.settings.resume_buffer_bytes))
 
+    async def _stopped(self) -> bytes:
+        """The end of a stopped run's message, as the store has it: what is open
+        closed, the stored ``data-stop``, ``finish`` with its reason and metadata
+        (so a live reader, a resumed one and the restored session agree); ``abort``
+        when the store has no stop for it."""
+        run = self.run
+        rows = await self._state.client.store.rows(run.session_id)
+        messages = ui_messages(rows, self._state.agent.continue_prompt)
+        message = next((m for m in messages if m.get("id") == run.message_id), None)
+        parts = message.get("parts", []) if message else []
+        if not parts or parts[-1].get("type") != "data-stop":
+            return b"".join(map(sse, run.parts.close())) + _ABORT
+        metadata = message.get("metadata") if message else None
+        reason = (metadata or {}).get("finishReason") or "interrupted"
+        end: list[Any] = [
+            *run.parts.close(),
+            {"type": "data-stop", "data": parts[-1]["data"]},
+            {"type": "finish", "finishReason": reason, "messageMetadata": metadata},
+        ]
+        return b"".join(map(sse, end)) + DONE
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         run = self.run
         _runs(self._state)[run.session_id] = run
@@ -188,8 +244,10 @@ class ResumableResponse(Response):
                         async with aclosing(self._chunks) as chunks:
                             async for data in chunks:
                                 run.buffer.append(data)
+                                run.parts.see(data)
                     if run.scope.cancelled_caught:
-                        run.buffer.append(_ABORT)
+                        with anyio.CancelScope(shield=True):
+                            run.buffer.append(await self._stopped())
                 finally:
                     run.ended_at = time.monotonic()
                     run.buffer.close()

@@ -82,6 +82,7 @@ class State:
     own: bool
     running: set[str] = field(default_factory=set)
     elicitations: Elicitations = field(default_factory=Elicitations)
+    live_runs: dict[str, Any] = field(default_factory=dict)  # ._rejoin.LiveRun per session
 
 
 # ---------------------------------------------------------------- helpers

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -108,11 +109,7 @@ class LiveRun:
 
 
 def _runs(state: State) -> dict[str, LiveRun]:
-    runs: dict[str, LiveRun] | None = getattr(state, "_live_runs", None)
-    if runs is None:
-        runs = {}
-        state._live_runs = runs  # type: ignore[attr-defined]
-    return runs
+    return state.live_runs
 
 
 def live_run(state: State, session_id: str) -> LiveRun | None:
@@ -245,6 +242,7 @@ class ResumableResponse(Response):
                             async for data in chunks:
                                 run.buffer.append(data)
                                 run.parts.see(data)
+                                await anyio.lowlevel.checkpoint()  # readers send it
                     if run.scope.cancelled_caught:
                         with anyio.CancelScope(shield=True):
                             run.buffer.append(await self._stopped())

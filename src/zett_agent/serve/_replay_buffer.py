@@ -77,11 +77,11 @@ class ReplayBuffer:
         return len(self._events) + self.dropped
 
     def append(self, data: bytes) -> None:
+        if self._size > self.limit:  # before: readers had a turn to send the last ones
+            self._trim()
         for event in split_events(data):
             self._events.append(event)
             self._size += len(event)
-        if self._size > self.limit:
-            self._trim()
         self._changed.set()
         self._changed = anyio.Event()
 

@@ -8,7 +8,8 @@ Stop also posts ``/api/chat/{id}/stop``), against ``zett serve`` with
 that ends in a refusal), a page that is reloaded 20 times at seeded random points
 must end with the whole UI message (parts, their states, metadata) of a page that
 was never reloaded; an approval asked while the page was away is shown and can be
-decided; Stop after a resume stops the run.
+decided, and the run that goes on after it is rejoined the same way; Stop after a
+resume stops the run.
 """
 
 from __future__ import annotations
@@ -131,8 +132,11 @@ def test_an_approval_asked_while_away_is_shown_and_decided(
     tab = open_page(browser, site, "away-oslo", tmp_path)
     tab.ask("weather in oslo")
     tab.page.wait_for_selector(".message.assistant", timeout=TIMEOUT)
-    reload_at_random(tab, random.Random(4), 5)
+    rng = random.Random(4)
+    reload_at_random(tab, rng, 5)
     tab.page.click("button.approve", timeout=LONG)
+    tab.page.wait_for_selector(".tool.output-available", timeout=TIMEOUT)
+    assert reload_at_random(tab, rng, 4) >= 2  # the run after the approval is rejoined too
     assert without_run_ids(settled(tab)) == without_run_ids(expected)
 
 

@@ -156,4 +156,4 @@ def test_past_the_bound_a_rejoin_rebuilds_the_dropped_steps_from_the_store(
     again = rejoin(small_buffer, "bound")
     assert first.startswith("data: ")
     assert message(read_chunks(again.text)) == message(whole)
-    assert '-s1"' in again.text  # the first step came back from the store
+    assert '"a1-s0-1"' in again.text  # the first step came back from the store

@@ -47,7 +47,16 @@ from ._replay_buffer import ReplayBuffer, split_events
 from ._request import RequestError, valid_session_id
 from ._stream import DONE, UI_MESSAGE_STREAM_HEADERS, sse
 
-__all__ = ["GRACE", "LiveRun", "ResumableResponse", "live_run", "rejoin", "stop", "stored_chunks"]
+__all__ = [
+    "GRACE",
+    "LiveRun",
+    "ResumableResponse",
+    "base_for",
+    "live_run",
+    "rejoin",
+    "stop",
+    "stored_chunks",
+]
 
 logger = logging.getLogger("zett_agent.serve")
 
@@ -102,6 +111,8 @@ class LiveRun:
     readers: int = 0
     stopped: bool = False
     parts: OpenParts = field(default_factory=lambda: OpenParts())
+    base: bytes = b""  # the message's parts before this run (a run after an approval)
+    base_steps: int = 0
 
     def stop(self) -> None:
         self.stopped = True
@@ -191,7 +202,10 @@ class ResumableResponse(Response):
     """The response of a run that readers can join: the run (``chunks``, the SSE
     bytes of :func:`~._backpressure.chunks`) is read in this request's task into
     the session's :class:`LiveRun`, and this response is its first reader.
-    ``on_close`` is called once the run has ended (the session is free)."""
+    ``on_close`` is called once the run has ended (the session is free).
+    ``events``: a run's events already started, closed at the end too; ``base``:
+    the message's parts before this run and their steps (:func:`base_of`), which a
+    rejoining reader gets after ``start``."""
 
     def __init__(
         self,
@@ -200,13 +214,17 @@ class ResumableResponse(Response):
         message_id: str,
         chunks: AsyncGenerator[bytes, None],
         on_close: Callable[[], None],
+        events: AsyncGenerator[Any, None] | None = None,
+        base: tuple[bytes, int] = (b"", 0),
     ) -> None:
         super().__init__(headers=dict(UI_MESSAGE_STREAM_HEADERS))
         self.raw_headers = _streamed(self.raw_headers)
         self._state = state
         self._chunks = chunks
         self._on_close = on_close
+        self._events = events
         self.run = LiveRun(session_id, message_id, ReplayBuffer(state.settings.resume_buffer_bytes))
+        self.run.base, self.run.base_steps = base
 
     async def _stopped(self) -> bytes:
         """The end of a stopped run's message, as the store has it: what is open
@@ -252,6 +270,9 @@ class ResumableResponse(Response):
                     self._on_close()
         finally:
             run.buffer.close()
+            if self._events is not None:  # a run already started (its first event read)
+                with anyio.CancelScope(shield=True):
+                    await self._events.aclose()
 
 
 async def rejoin(request: Request) -> Response:
@@ -262,20 +283,18 @@ async def rejoin(request: Request) -> Response:
     if run is None:
         return Response(status_code=204)
     buffer = run.buffer
-    if not buffer.dropped:
+    if not buffer.dropped and not run.base:
         return _Reader(state, run)
-    # past the bound: start, the dropped steps from the store, then what is kept
-    first = buffer.first
-    kept_from = buffer.dropped + 1
-    steps = buffer.steps_dropped
-    rows = await state.client.store.rows(session_id)
-    prefix = first + b"".join(
-        map(
-            sse,
-            stored_chunks(ui_messages(rows, state.agent.continue_prompt), run.message_id, steps),
-        )
-    )
-    return _Reader(state, run, prefix, kept_from)
+    # start, the steps the message had before this run, the dropped steps rebuilt
+    # from the store (past the bound), then what is kept
+    rebuilt = b""
+    if buffer.dropped:
+        rows = await state.client.store.rows(session_id)
+        messages = ui_messages(rows, state.agent.continue_prompt)
+        chunks = stored_chunks(messages, run.message_id, buffer.steps_dropped, run.base_steps)
+        rebuilt = b"".join(map(sse, chunks))
+    prefix = buffer.first + run.base + rebuilt
+    return _Reader(state, run, prefix, buffer.dropped + 1)
 
 
 async def stop(request: Request) -> Response:
@@ -290,28 +309,35 @@ async def stop(request: Request) -> Response:
     return Response(status_code=204)
 
 
-def stored_chunks(messages: list[dict[str, Any]], message_id: str, steps: int) -> list[Any]:
-    """The chunks of the first ``steps`` steps of the stored UI message
-    ``message_id``, as whole parts (what a dropped part of a replay is rebuilt
-    from)."""
+def stored_chunks(
+    messages: list[dict[str, Any]], message_id: str, steps: int | None = None, skip: int = 0
+) -> list[Any]:
+    """The chunks of the stored UI message ``message_id``, as whole parts: of its
+    steps after the first ``skip``, ``steps`` of them (None: all). What the dropped
+    steps of a replay, or the earlier steps of a message a run goes on in, are
+    rebuilt from."""
     message = next((m for m in messages if m.get("id") == message_id), None)
     if message is None:
         return []
     out: list[Any] = []
     seen = 0
     n = 0
+    last = None if steps is None else skip + steps
     for part in message.get("parts", []):
         kind = part.get("type", "")
         if kind == "step-start":
-            if seen:
+            if skip < seen:
                 out.append({"type": "finish-step"})
             seen += 1
-            if seen > steps:
+            if last is not None and seen > last:
                 return out
-            out.append({"type": "start-step"})
+            if skip < seen:
+                out.append({"type": "start-step"})
+            continue
+        if seen <= skip:
             continue
         n += 1
-        pid = f"{message_id}-s{n}"
+        pid = f"{message_id}-s{skip}-{n}"
         if kind in ("text", "reasoning"):
             out += [
                 {"type": f"{kind}-start", "id": pid},
@@ -322,9 +348,21 @@ def stored_chunks(messages: list[dict[str, Any]], message_id: str, steps: int) -
             out.append({"type": "data-stop", "data": part.get("data")})
         elif kind.startswith("tool-"):
             out += _tool_chunks(part, kind[len("tool-") :])
-    if seen:
+    if skip < seen:
         out.append({"type": "finish-step"})
     return out
+
+
+async def base_for(state: State, session_id: str, message_id: str) -> tuple[bytes, int]:
+    """What the stored message ``message_id`` a run goes on in (a run after an
+    approval) holds already: its parts as SSE chunks, and how many steps they are."""
+    rows = await state.client.store.rows(session_id)
+    messages = ui_messages(rows, state.agent.continue_prompt)
+    message = next((m for m in messages if m.get("id") == message_id), None)
+    if message is None:
+        return b"", 0
+    steps = sum(1 for part in message.get("parts", []) if part.get("type") == "step-start")
+    return b"".join(map(sse, stored_chunks(messages, message_id))), steps
 
 
 def _tool_chunks(part: dict[str, Any], name: str) -> list[Any]:
@@ -364,7 +402,7 @@ def _tool_chunks(part: dict[str, Any], name: str) -> list[Any]:
         )
     elif stage == "output-denied":
         out.append({"type": "tool-output-denied", "toolCallId": call})
-    elif stage == "approval-requested":
+    elif stage in ("approval-requested", "approval-responded"):
         approval = part.get("approval") or {}
         out.append(
             {"type": "tool-approval-request", "approvalId": approval.get("id"), "toolCallId": call}

@@ -4,6 +4,8 @@ the message from ``start`` (``zett_agent.serve._replay_buffer``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 
@@ -84,3 +86,22 @@ async def test_a_stalled_reader_holds_steps_only_up_to_the_hard_bound() -> None:
     assert buffer.dropped > 0
     with pytest.raises(StopAsyncIteration):  # it fell behind: its stream ends
         await reader.__anext__()
+
+
+async def test_finished_runs_are_forgotten_after_the_grace_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from types import SimpleNamespace
+
+    from zett_agent.serve import _rejoin
+
+    state: Any = SimpleNamespace(live_runs={})
+    now = [1000.0]
+    monkeypatch.setattr(_rejoin.time, "monotonic", lambda: now[0])
+    done = _rejoin.LiveRun("done", "a1", ReplayBuffer(), ended_at=now[0])
+    running = _rejoin.LiveRun("running", "a1", ReplayBuffer())
+    state.live_runs.update(done=done, running=running)
+    assert _rejoin.live_run(state, "done") is done  # within the grace time
+    now[0] += _rejoin.GRACE + 1
+    assert _rejoin.live_run(state, "other") is None
+    assert set(state.live_runs) == {"running"}  # the finished one's buffer is freed

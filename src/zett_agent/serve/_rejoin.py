@@ -120,18 +120,19 @@ class LiveRun:
 
 
 def _runs(state: State) -> dict[str, LiveRun]:
-    return state.live_runs
+    """The session's live runs, those that ended more than :data:`GRACE` s ago
+    forgotten (so a finished run's buffer is freed by the next request)."""
+    runs: dict[str, LiveRun] = state.live_runs
+    now = time.monotonic()
+    for session_id, run in list(runs.items()):
+        if run.ended_at is not None and now - run.ended_at > GRACE:
+            del runs[session_id]
+    return runs
 
 
 def live_run(state: State, session_id: str) -> LiveRun | None:
     """The run of ``session_id`` readers may join (None: none, or ended > GRACE ago)."""
-    run = _runs(state).get(session_id)
-    if run is None:
-        return None
-    if run.ended_at is not None and time.monotonic() - run.ended_at > GRACE:
-        del _runs(state)[session_id]
-        return None
-    return run
+    return _runs(state).get(session_id)
 
 
 def _streamed(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:

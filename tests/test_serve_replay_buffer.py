@@ -105,3 +105,25 @@ async def test_finished_runs_are_forgotten_after_the_grace_time(
     now[0] += _rejoin.GRACE + 1
     assert _rejoin.live_run(state, "other") is None
     assert set(state.live_runs) == {"running"}  # the finished one's buffer is freed
+
+
+async def test_a_stalled_reader_is_dropped_and_its_run_goes_on() -> None:
+    """A resumable run's reader that reads nothing is closed after
+    ``slow_client_timeout``; the run is not cancelled: it stores the whole answer."""
+    from serve_support import make_agent, scenario_reply
+    from test_serve_slow_client import post_chat, stored_session
+    from zett_agent.serve import ServeSettings, create_app
+    from zett_agent.sessions import InMemorySessionStore
+    from zett_agent.testing import ReplayTransport
+
+    replay = ReplayTransport(route=scenario_reply)
+    agent = make_agent(replay.url, client=replay.client())
+    settings = ServeSettings(resumable=True, slow_client_timeout=1.0)
+    app = create_app(agent, InMemorySessionStore(), settings, owns=True)
+    with anyio.fail_after(120):
+        sent, _, _ = await post_chat(app, "stalled", pause=None)
+        stored = await stored_session(app, "stalled")
+    last = stored["messages"][-1]
+    assert not [p for p in last["parts"] if p["type"] == "data-stop"]
+    assert last["metadata"]["finishReason"] == "stop"
+    assert len(last["parts"][1]["text"]) > 100 * len(sent)  # it got far more than was read

@@ -190,11 +190,12 @@ async def _read(
                             "for %g s (the run goes on)",
                             timeout,
                         )
-                        return
+                        return  # (the connection is closed, the watcher cancelled)
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
             except OSError:
                 pass
-            group.cancel_scope.cancel()
+            finally:
+                group.cancel_scope.cancel()
     finally:
         run.readers -= 1
 

@@ -81,6 +81,13 @@ def serve(
     mcp: McpOption = None,
     require_approval: RequireApprovalOption = None,
     mcp_auth: McpAuthOption = None,
+    resumable: Annotated[
+        bool,
+        typer.Option(
+            help="Runs outlive their client: a page may rejoin one (useChat resume: true) "
+            "and stops it with POST /api/chat/{id}/stop."
+        ),
+    ] = False,
 ) -> None:
     """Serve the agent over HTTP: a chat page at / and the AI SDK's UI message stream.
 
@@ -148,6 +155,7 @@ def serve(
         token=token,
         allowed_hosts=tuple(allowed_host or ()),
         cors_origins=tuple(cors_origin or ()),
+        resumable=resumable,
     )
     toolset = None
     if mcp:

@@ -8,7 +8,9 @@
                                          the answers to calls waiting for approval;
                                          answers with the UI message stream
                                          (:mod:`._stream`)
-``GET /api/chat/{id}/stream``            204: no stream to rejoin (useChat ``resume``)
+``GET /api/chat/{id}/stream``            rejoin a running message (useChat ``resume``;
+                                         :mod:`._rejoin`), 204 when none runs
+``POST /api/chat/{id}/stop``             stop the session's run (:mod:`._rejoin`)
 ``GET /api/sessions``                    the stored sessions, newest first
 ``GET /api/sessions/{id}``               ``{"id", "messages"}``: UI messages (:mod:`._history`)
 ``GET /api/sessions/{id}/parts/{sha}``   a stored image, document or audio part's bytes
@@ -81,6 +83,7 @@ from ._context import (
     ServeSettings,
     State,
 )
+from ._rejoin import stop as stop_run
 from ._request import (
     RequestError,
 )
@@ -191,6 +194,7 @@ def create_app(
             Route("/api/info", info),
             Route("/api/chat", chat, methods=["POST"]),
             Route("/api/chat/{id}/stream", rejoin),
+            Route("/api/chat/{id}/stop", stop_run, methods=["POST"]),
             Route("/api/sessions", sessions),
             Route("/api/sessions/{id}", session, methods=["GET", "DELETE"]),
             Route("/api/sessions/{id}/parts/{sha256}", stored_part_bytes),

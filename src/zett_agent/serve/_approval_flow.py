@@ -25,6 +25,7 @@ from ._approvals import answered, decisions_for, decisions_from_json
 from ._backpressure import UIStreamResponse, chunks
 from ._context import State, claim, is_json, read_json, state_of
 from ._history import Continuation, continuation
+from ._rejoin import ResumableResponse, base_for
 from ._request import (
     ApprovalResponse,
     ApproveBody,
@@ -54,6 +55,7 @@ async def _go_on(
     :meth:`AgentClient.approve_stream` stores the decisions, so a decision that lost
     (``ApprovalConflictError``), nothing waiting any more (``ResumeError``) or a
     decision set that does not fit (``ValueError``) is an HTTP error, not a stream."""
+    base = await base_for(state, session_id, place.message_id) if state.settings.resumable else None
     claim(state, session_id)
     events = state.client.approve_stream(session_id, decisions, request_seq=place.request_seq)
     try:
@@ -68,6 +70,11 @@ async def _go_on(
         if isinstance(error, ValueError):
             raise RequestError(f"decisions: {error}", 422) from None
         raise
+    if base is not None:  # the run outlives its reader (._rejoin)
+        said = answered(place, decisions)
+        run = chunks(_after(first, events), place.message_id, place.tool_ids, said)
+        done = lambda: state.running.discard(session_id)  # noqa: E731
+        return ResumableResponse(state, session_id, place.message_id, run, done, events, base)
     return UIStreamResponse(
         chunks(_after(first, events), place.message_id, place.tool_ids, answered(place, decisions)),
         on_close=lambda: state.running.discard(session_id),

@@ -18,6 +18,7 @@ from ._attachments import (
     DEFAULT_MAX_CHAT_BODY_BYTES,
 )
 from ._elicitations import Elicitations
+from ._replay_buffer import DEFAULT_RESUME_BUFFER_BYTES
 from ._request import (
     DEFAULT_MAX_PARTS_PER_BODY,
     DEFAULT_MAX_PARTS_PER_MESSAGE,
@@ -73,6 +74,10 @@ class ServeSettings:
             hold (413 past it).
         max_parts_per_body: parts all the messages of a ``POST /api/chat`` body
             may hold together (413 past it).
+        resumable: runs outlive their client and a page may rejoin them (the AI
+            SDK's ``resume: true``; ``POST /api/chat/{id}/stop`` stops one): :mod:`._rejoin`.
+        resume_buffer_bytes: bytes of a running message kept for rejoining readers
+            (past it, complete steps are rebuilt from the store): :mod:`._replay_buffer`.
     """
 
     host: str = "127.0.0.1"
@@ -87,6 +92,8 @@ class ServeSettings:
     max_stalled_streams: int = DEFAULT_MAX_STALLED_STREAMS
     max_parts_per_message: int = DEFAULT_MAX_PARTS_PER_MESSAGE
     max_parts_per_body: int = DEFAULT_MAX_PARTS_PER_BODY
+    resumable: bool = False
+    resume_buffer_bytes: int = DEFAULT_RESUME_BUFFER_BYTES
 
 
 class Stalls:
@@ -108,6 +115,7 @@ class State:
     own: bool
     running: set[str] = field(default_factory=set)
     elicitations: Elicitations = field(default_factory=Elicitations)
+    live_runs: dict[str, Any] = field(default_factory=dict)  # ._rejoin.LiveRun per session
     stalls: Stalls = field(init=False)
 
     def __post_init__(self) -> None:

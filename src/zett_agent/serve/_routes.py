@@ -29,6 +29,8 @@ from ._attachments import (
 from ._backpressure import UIStreamResponse, chunks
 from ._context import claim, is_json, read_json, state_of, validated
 from ._history import assistant_message_id, continuation, ui_messages
+from ._rejoin import ResumableResponse
+from ._rejoin import rejoin as rejoin_run
 from ._request import (
     ElicitationAnswer,
     RequestError,
@@ -127,6 +129,10 @@ async def chat(request: Request) -> Response:
         state.running.discard(session_id)
         raise
     events = state.client.stream(None, session_id=session_id)
+    if state.settings.resumable:  # the run outlives its reader (._rejoin)
+        run = chunks(events, assistant_message_id(seq))
+        done = lambda: state.running.discard(session_id)  # noqa: E731
+        return ResumableResponse(state, session_id, assistant_message_id(seq), run, done)
     return UIStreamResponse(
         chunks(events, assistant_message_id(seq)),  # a new message after the question
         on_close=lambda: state.running.discard(session_id),
@@ -136,8 +142,10 @@ async def chat(request: Request) -> Response:
 
 
 async def rejoin(request: Request) -> Response:
-    """useChat's ``resume: true`` asks to rejoin a stream still running; zett does not
-    keep streams for rejoining (a dropped client cancels its run), so: 204."""
+    """useChat's ``resume: true`` asks to rejoin a stream still running: 204 unless
+    ``ServeSettings.resumable`` (then :func:`._rejoin.rejoin`)."""
+    if state_of(request).settings.resumable:
+        return await rejoin_run(request)
     valid_session_id(request.path_params["id"])
     return Response(status_code=204)
 

@@ -2,16 +2,28 @@
 // transport (POST /api/chat), tool approvals with addToolApprovalResponse and
 // sendAutomaticallyWhen, the stored messages as the initial ones. Nothing in it
 // knows about zett except the data-stop part it renders and the session URL.
-import { useState } from 'react';
+// With ?resume=1 it is the SDK's resume guide's page: useChat({ resume: true }),
+// and Stop also asks the server to stop (aborting the request only drops it).
+import { useEffect, useState } from 'react';
 import { useChat } from '@ai-sdk/react';
 import { lastAssistantMessageIsCompleteWithApprovalResponses } from 'ai';
 
-export function Chat({ id, initialMessages }) {
+export function Chat({ id, initialMessages, resume = false }) {
   const { messages, sendMessage, addToolApprovalResponse, stop, status, error } = useChat({
     id,
     messages: initialMessages,
+    resume,
     sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
   });
+  useEffect(() => {
+    window.chatMessages = messages; // for the test to compare whole messages
+  }, [messages]);
+  const onStop = resume
+    ? () => {
+        fetch(`/api/chat/${encodeURIComponent(id)}/stop`, { method: 'POST' });
+        stop();
+      }
+    : stop;
   const [input, setInput] = useState('');
   const busy = status === 'submitted' || status === 'streaming';
 
@@ -38,7 +50,7 @@ export function Chat({ id, initialMessages }) {
       >
         <input value={input} onChange={event => setInput(event.target.value)} placeholder="Ask something" />
         <button type="submit" disabled={busy}>Send</button>
-        {busy && <button type="button" className="stop-button" onClick={stop}>Stop</button>}
+        {busy && <button type="button" className="stop-button" onClick={onStop}>Stop</button>}
       </form>
       <div className="status">{status}</div>
     </main>

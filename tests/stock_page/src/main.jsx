@@ -13,4 +13,7 @@ if (!id) {
 
 const response = await fetch(`/api/sessions/${id}`);
 const initialMessages = response.ok ? (await response.json()).messages : [];
-createRoot(document.getElementById('root')).render(<Chat id={id} initialMessages={initialMessages} />);
+const resume = url.searchParams.get('resume') === '1';
+createRoot(document.getElementById('root')).render(
+  <Chat id={id} initialMessages={initialMessages} resume={resume} />,
+);

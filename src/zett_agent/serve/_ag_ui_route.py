@@ -17,11 +17,11 @@ from starlette.responses import Response
 
 from zett_agent._events import AgentEvent
 from zett_agent._messages import UserMessage
-from zett_agent.errors import ConfigError, ResumeError
-from zett_agent.tools._approvals import ApprovalConflictError, Decision
+from zett_agent.tools._approvals import Decision
 
 from ._ag_ui import AGUIEventStream, encode_event
 from ._ag_ui_request import RunInput, parse_run_input
+from ._approval_flow import start_decided
 from ._backpressure import UIStreamResponse
 from ._context import State, claim, is_json, read_json, state_of
 from ._failure import failure_text
@@ -130,18 +130,7 @@ async def _resume(state: State, session_id: str, run: RunInput, model: str) -> R
     missing = [w.approval_id for w in place.waiting if w.call.id not in decisions]
     if missing:
         raise RequestError(f"resume: no answer for the interrupts {', '.join(missing)}", 422)
-    claim(state, session_id)
-    events = state.client.approve_stream(session_id, decisions, request_seq=place.request_seq)
-    try:
-        first = await anext(events)
-    except BaseException as error:
-        state.running.discard(session_id)
-        await events.aclose()
-        if isinstance(error, ApprovalConflictError | ResumeError | ConfigError):
-            raise RequestError(str(error), 409) from None
-        if isinstance(error, ValueError):
-            raise RequestError(f"resume: {error}", 422) from None
-        raise
+    first, events = await start_decided(state, session_id, decisions, place.request_seq, "resume")
     encoder = AGUIEventStream(
         session_id, run.run_id, tool_ids=place.tool_ids, state=run.state, model=model
     )

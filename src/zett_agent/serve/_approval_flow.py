@@ -46,6 +46,34 @@ async def answer_approvals(
     return await _go_on(state, session_id, place, decisions_for(place, message_id, responses))
 
 
+async def start_decided(
+    state: State,
+    session_id: str,
+    decisions: Mapping[str, Decision],
+    request_seq: int | None,
+    field: str = "decisions",
+) -> tuple[AgentEvent, AsyncGenerator[AgentEvent, None]]:
+    """Claim ``session_id``, store ``decisions`` and read the first event of the run
+    that goes on (``(first, events)``; the caller streams the rest and releases the
+    claim when it ends). Raises :class:`RequestError`: 409 for a decision that lost
+    (``ApprovalConflictError``), nothing waiting any more (``ResumeError``) or a
+    durable run's calls with no handoff here (``ConfigError``); 422 for a decision
+    set that does not fit (``ValueError``, said under ``field``)."""
+    claim(state, session_id)
+    events = state.client.approve_stream(session_id, decisions, request_seq=request_seq)
+    try:
+        first = await anext(events)
+    except BaseException as error:
+        state.running.discard(session_id)
+        await events.aclose()
+        if isinstance(error, ApprovalConflictError | ResumeError | ConfigError):
+            raise RequestError(str(error), 409) from None
+        if isinstance(error, ValueError):
+            raise RequestError(f"{field}: {error}", 422) from None
+        raise
+    return first, events
+
+
 async def _go_on(
     state: State, session_id: str, place: Continuation, decisions: Mapping[str, Decision]
 ) -> Response:
@@ -56,20 +84,7 @@ async def _go_on(
     (``ApprovalConflictError``), nothing waiting any more (``ResumeError``) or a
     decision set that does not fit (``ValueError``) is an HTTP error, not a stream."""
     base = await base_for(state, session_id, place.message_id) if state.settings.resumable else None
-    claim(state, session_id)
-    events = state.client.approve_stream(session_id, decisions, request_seq=place.request_seq)
-    try:
-        first = await anext(events)
-    except BaseException as error:
-        state.running.discard(session_id)
-        await events.aclose()
-        if isinstance(error, ApprovalConflictError):
-            raise RequestError(str(error), 409) from None  # says: decided already
-        if isinstance(error, ResumeError | ConfigError):  # nothing waits; a durable
-            raise RequestError(str(error), 409) from None  # run's calls, no handoff here
-        if isinstance(error, ValueError):
-            raise RequestError(f"decisions: {error}", 422) from None
-        raise
+    first, events = await start_decided(state, session_id, decisions, place.request_seq)
     if base is not None:  # the run outlives its reader (._rejoin)
         said = answered(place, decisions)
         run = chunks(_after(first, events), place.message_id, place.tool_ids, said)

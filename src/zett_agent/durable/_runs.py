@@ -27,8 +27,8 @@ from typing import Any
 
 from dbos import DBOSClient, EnqueueOptions, WorkflowHandleAsync
 
-from zett_agent._messages import AssistantMessage
 from zett_agent._events import AgentEvent
+from zett_agent._messages import AssistantMessage
 from zett_agent.durable._agent import final_of, new_run_id
 from zett_agent.durable._approvals import DECIDED_WORKFLOW_NAME, decided_run_id
 from zett_agent.durable._event_stream import follow_events

@@ -14,8 +14,9 @@ The writes do not take workflow step numbers (they go in as a step's writes do),
 so a run's checkpoints, and its replay after a crash, are the same with or
 without them. A run carried on by recovery after its worker died writes its
 events again into the same stream, from its own start (without the deltas of the
-steps it replays): a follower reads the first attempt only, and a reload shows
-the stored answer (not done: following a recovered run). A failed write is
+steps it replays): a follower stops where that attempt starts (its second
+``RUN_STARTED``), and a reload shows the stored answer (not done: following a
+recovered attempt). A failed write is
 logged, and that run writes no more; the run itself goes on.
 """
 
@@ -99,11 +100,17 @@ def _write_sync(run_id: str, events: list[AgentEvent] | None) -> None:
 
 async def follow_events(client: DBOSClient, run_id: str) -> AsyncIterator[AgentEvent]:
     """The events run ``run_id`` wrote, from its first, then live until the run
-    ends (its end marker, or DBOS seeing the workflow over)."""
+    ends (its end marker, or DBOS seeing the workflow over), or until a recovered
+    attempt of it starts writing (its second ``RUN_STARTED``)."""
     values = client.read_stream_async(run_id, EVENTS_STREAM, polling_interval_sec=0.05)
+    started = False
     try:
         async for value in values:
             for event in value:
+                if event.type is AgentEventType.RUN_STARTED:
+                    if started:  # a recovered attempt writes from its start again
+                        return
+                    started = True
                 yield event
     finally:
         await values.aclose()

@@ -27,9 +27,11 @@ from typing import Any
 
 from dbos import DBOSClient, EnqueueOptions, WorkflowHandleAsync
 
+from zett_agent._events import AgentEvent
 from zett_agent._messages import AssistantMessage
 from zett_agent.durable._agent import final_of, new_run_id
 from zett_agent.durable._approvals import DECIDED_WORKFLOW_NAME, decided_run_id
+from zett_agent.durable._event_stream import follow_events
 from zett_agent.durable._runtime import APP_NAME, QUEUE_NAME, WORKFLOW_NAME
 from zett_agent.errors import ConfigError, ResumeError
 from zett_agent.sessions import SessionStore, StoredRow, live_rows
@@ -211,6 +213,28 @@ class DurableRuns:
                 load_output=False,
             )
         return [_info(s) for s in found]
+
+    async def running_in(self, session_id: str) -> str | None:
+        """The id of the run (a prompt's run, not a continuation after a decision)
+        waiting for a worker or running in session ``session_id``, or None; the
+        newest when there are several."""
+        async with self._created():
+            found = await self._client.list_workflows_async(
+                name=WORKFLOW_NAME,
+                status=["PENDING", "ENQUEUED"],
+                limit=50,
+                sort_desc=True,
+                load_output=False,
+            )
+        for status in found:
+            if _info(status).session_id == session_id:
+                return str(status.workflow_id)
+        return None
+
+    def follow(self, run_id: str) -> AsyncIterator[AgentEvent]:
+        """The events of run ``run_id`` from its first, then live until it ends
+        (:mod:`zett_agent.durable._event_stream`); nothing for a run that wrote none."""
+        return follow_events(self._client, run_id)
 
     async def result(self, run_id: str, *, poll: float = 0.2) -> AssistantMessage:
         """Wait for the run to end and return its final message; raises the run's

@@ -34,6 +34,7 @@ from zett_agent._agent import Agent
 from zett_agent._events import AgentEvent, AgentEventType
 from zett_agent._messages import Message, UserMessage, message_from_dict
 from zett_agent.durable._checkpoints import encode_final
+from zett_agent.durable._event_stream import EventWriter
 from zett_agent.durable._steps import DurableJournal, step
 from zett_agent.errors import ConfigError
 from zett_agent.sessions import SessionStore, SQLiteSessionStore, StoredRow, live_rows
@@ -190,8 +191,10 @@ async def drive(durable: DurableAgent, session_id: str, rows: list[StoredRow], s
     final = None
     waiting: ApprovalRequest | None = None
     events = start(durable.step_agent(), history, append, journal, run_id)
+    followers = EventWriter(run_id)  # what another process follows (._event_stream)
     async with aclosing(events):
         async for event in events:
+            await followers.add(event)
             if event.type is AgentEventType.RUN_COMPLETED:
                 final, waiting = event.message, event.approval
     assert final is not None, "a run's events end with RUN_COMPLETED"
@@ -200,6 +203,7 @@ async def drive(durable: DurableAgent, session_id: str, rows: list[StoredRow], s
         await store.append(session_id, request, key=f"{run_id}:approval")
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in request.calls]
         await DBOS.set_event_async(APPROVAL_EVENT, json.dumps(calls))
+    await followers.close()  # after the request is stored: a follower may decide it
     return encode_final(final)
 
 

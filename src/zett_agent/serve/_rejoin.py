@@ -42,6 +42,7 @@ from starlette.types import Receive, Scope, Send
 from zett_agent._resume import cancelling
 
 from ._context import State, state_of
+from ._durable_follow import follow_durable
 from ._history import ui_messages
 from ._replay_buffer import ReplayBuffer, split_events
 from ._request import RequestError, valid_session_id
@@ -282,8 +283,9 @@ async def rejoin(request: Request) -> Response:
     state = state_of(request)
     session_id = valid_session_id(request.path_params["id"])
     run = live_run(state, session_id) if state.settings.resumable else None
-    if run is None:
-        return Response(status_code=204)
+    if run is None:  # a durable run another process runs (._durable_follow)
+        followed = await follow_durable(state, session_id) if state.settings.resumable else None
+        return followed if followed is not None else Response(status_code=204)
     buffer = run.buffer
     if not buffer.dropped and not run.base:
         return _Reader(state, run)

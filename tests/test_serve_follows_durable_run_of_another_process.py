@@ -12,11 +12,13 @@ run is over it answers 204.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ pytest.importorskip("starlette", reason="the serve extra (starlette, uvicorn) is
 
 from serve_support import chat_body, read_chunks, running_server
 from test_durable_crash import chat
+from test_serve_cli import serving
 from zett_agent import Agent, AgentRunConfig, Model
 from zett_agent.durable import DurableRuns, system_database_next_to
 from zett_agent.serve import ServeSettings, create_app
@@ -67,8 +70,30 @@ def uninterrupted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[dict[
             return read_chunks(response.text)
 
 
+@contextlib.contextmanager
+def served(how: str, sessions: Path, database: str, model_url: str) -> Iterator[str]:
+    """The sessions served with resumable streams and the workers' durable runs:
+    ``create_app(..., handoff=DurableRuns(...))`` in this process, or a ``zett serve
+    --durable --resumable`` process (a second process beside the worker's)."""
+    if how == "create_app":
+        store = SQLiteSessionStore(sessions)
+        runs = DurableRuns(database, sessions=store)
+        app = create_app(noter(model_url), store, ServeSettings(resumable=True), handoff=runs)
+        try:
+            with running_server(app) as url:
+                yield url
+        finally:
+            asyncio.run(runs.aclose())
+            asyncio.run(store.aclose())
+        return
+    command = ["--durable", "--resumable", "--db", str(sessions), "--model", "openai:m"]
+    with serving(*command, env={"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": model_url}) as url:
+        yield url
+
+
+@pytest.mark.parametrize("how", ["create_app", "zett serve"])
 def test_a_resume_on_another_process_follows_the_durable_run_to_its_end(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
     expected = uninterrupted(tmp_path, monkeypatch)
     sessions = tmp_path / "sessions.sqlite3"
@@ -103,19 +128,13 @@ def test_a_resume_on_another_process_follows_the_durable_run_to_its_end(
                     break
                 time.sleep(0.05)
             assert ":done" not in effects.read_text()
-            store = SQLiteSessionStore(sessions)
-            runs = DurableRuns(database, sessions=store)
-            settings = ServeSettings(resumable=True)
-            app = create_app(noter(model.url), store, settings, handoff=runs)
-            with running_server(app) as url:
+            with served(how, sessions, database, model.url) as url:
                 response = httpx.get(f"{url}/api/chat/s/stream", timeout=60)
                 assert response.status_code == 200
                 resumed = read_chunks(response.text)
                 assert ":done" in effects.read_text()  # it was followed live to the end
                 assert resumed == expected
                 assert httpx.get(f"{url}/api/chat/s/stream", timeout=30).status_code == 204
-            asyncio.run(runs.aclose())
-            asyncio.run(store.aclose())
             assert len(model.requests) == 2  # this server ran nothing
         finally:
             worker.send_signal(signal.SIGTERM)

@@ -88,6 +88,14 @@ def serve(
             "and stops it with POST /api/chat/{id}/stop."
         ),
     ] = False,
+    durable: Annotated[
+        bool,
+        typer.Option(
+            help="Serve the durable runs of the zett workers on the same --db: decisions "
+            "of their waiting calls go to the workers, and with --resumable a page "
+            "follows their answers live (needs the durable extra)."
+        ),
+    ] = False,
 ) -> None:
     """Serve the agent over HTTP: a chat page at / and the AI SDK's UI message stream.
 
@@ -165,14 +173,12 @@ def serve(
             toolset = mcp_toolset(mcp, auth=mcp_auth)
         except ZettError as error:
             raise typer.BadParameter(str(error), param_hint="--mcp") from None
+    store = SQLiteSessionStore(db)
+    runs = _durable_runs(db, store) if durable else None
     try:
         # the MCP servers start with the app (its lifespan), in its event loop
         web = create_app(
-            Agent(resolved, config, offered),
-            SQLiteSessionStore(db),
-            settings,
-            owns=True,
-            mcp=toolset,
+            Agent(resolved, config, offered), store, settings, owns=True, mcp=toolset, handoff=runs
         )
     except ValueError as error:
         raise typer.BadParameter(str(error)) from None
@@ -201,10 +207,38 @@ def serve(
         pass
     finally:
         listening.close()
+        if runs is not None:
+            import asyncio
+
+            asyncio.run(runs.aclose())
     if not server.started:
         if not _SAID:  # else the one line that says why was printed
             err_console().print("✖ zett serve did not start (see above)", style="bold red")
         raise typer.Exit(EXIT_CODES["error"])
+
+
+def _durable_runs(db: Path, store: Any) -> Any:
+    """The :class:`~zett_agent.durable.DurableRuns` of the workers whose sessions are
+    ``db`` (DBOS's system database beside it, as ``zett worker`` and ``zett runs``
+    find it); a missing extra is a usage error, an unreachable database exit 1."""
+    try:
+        from zett_agent.durable._runs import DurableRuns
+        from zett_agent.durable._runtime import system_database_for
+    except ImportError:
+        raise typer.BadParameter(
+            "--durable needs the durable extra: pip install -e '.[durable]'",
+            param_hint="--durable",
+        ) from None
+    from zett_agent.errors import ConfigError
+
+    try:
+        return DurableRuns(system_database_for(str(db)), sessions=store)
+    except ConfigError as error:
+        err_console().print(
+            f"✖ zett serve --durable: {error}",
+            style="bold red", markup=False, highlight=False, soft_wrap=True,
+        )  # fmt: skip
+        raise typer.Exit(EXIT_CODES["error"]) from None
 
 
 SEND_BUFFER_BYTES = 64 * 1024

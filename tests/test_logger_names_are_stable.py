@@ -15,6 +15,7 @@ import zett_agent
 LOGGERS = {
     "zett_agent.a2a",
     "zett_agent.client",
+    "zett_agent.durable",
     "zett_agent.goals",
     "zett_agent.history",
     "zett_agent.mcp",

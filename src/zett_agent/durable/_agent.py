@@ -121,6 +121,13 @@ class DurableAgent:
         the store's blobs first and the workflow's input refers to them by hash.
         Raises :class:`~zett_agent.errors.ConfigError` before :func:`launch`."""
         runtime.require_launched()
+        if runtime.on_temporal_engine():
+            from zett_agent.durable._temporal import start_run
+
+            inputs = [self.name, session_id, await self._input(prompt, session_id)]
+            output = await start_run(inputs, run_id or new_run_id(), wait=True)
+            assert output is not None
+            return final_of(output)
         if run_id is not None and await DBOS.get_workflow_status_async(run_id) is not None:
             # it exists (e.g. recovered at launch after a crash): wait for it, as it is;
             # starting it again would make DBOS warn that its queue differs
@@ -141,6 +148,11 @@ class DurableAgent:
         runtime.require_launched()
         run_id = run_id or new_run_id()
         given = await self._input(prompt, session_id)
+        if runtime.on_temporal_engine():
+            from zett_agent.durable._temporal import start_run
+
+            await start_run([self.name, session_id, given], run_id, wait=False)
+            return run_id
         with SetWorkflowID(run_id):
             await DBOS.enqueue_workflow_async(
                 runtime.QUEUE_NAME, runtime.run_workflow, self.name, session_id, given
@@ -214,6 +226,10 @@ class DurableAgent:
 
     async def result(self, run_id: str) -> AssistantMessage:
         """Wait for run ``run_id`` to end; its final message."""
+        if runtime.on_temporal_engine():
+            from zett_agent.durable._temporal import run_result
+
+            return final_of(await run_result(run_id))
         handle: WorkflowHandleAsync[str] = await DBOS.retrieve_workflow_async(run_id)
         return final_of(await handle.get_result())
 

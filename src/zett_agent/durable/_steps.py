@@ -27,6 +27,8 @@ cancelled run answers an unfinished call.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from dbos import DBOS, StepOptions
@@ -72,9 +74,29 @@ TOOL_INTERRUPTED = OUTCOME_UNKNOWN
 _T = TypeVar("_T")
 
 
+RUN_SESSION: ContextVar[tuple[SessionStore, str] | None] = ContextVar(
+    "zett_durable_run_session", default=None
+)
+"""The store and session id of the durable run the current task drives (set by
+the workflow body; on Temporal the steps resolve blob references with it)."""
+
+
+def _on_temporal() -> bool:
+    """Whether the caller is Temporal workflow code (never imports temporalio)."""
+    import sys
+
+    module = sys.modules.get("zett_agent.durable._temporal")
+    return module is not None and bool(module.in_temporal_workflow())
+
+
 async def step(name: str, function: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
-    """Run ``function`` as a DBOS step called ``name`` (no engine retries: the
+    """Run ``function`` as a step called ``name``: a DBOS step, or a Temporal
+    local activity in a Temporal workflow (no engine retries either way: the
     model's own retries happen inside, and a tool's side effect must not repeat)."""
+    if _on_temporal():
+        from zett_agent.durable._temporal import temporal_step
+
+        return await temporal_step(name, function)
     options: StepOptions = {"name": name, "retries_allowed": False}
     return await DBOS.run_step_async(options, function)
 
@@ -106,11 +128,19 @@ class DurableModel:
         self, request: ModelRequest
     ) -> AsyncGenerator[StreamEvent | ModelResponse, None]:
         deltas: list[StreamEvent] = []
+        run_session = RUN_SESSION.get() if _on_temporal() else None
 
         async def call() -> str:
             deltas.clear()
+            asked = request
             try:
-                async for item in self.inner.stream(request):
+                if run_session is not None:
+                    from zett_agent.durable._temporal import resolve_messages
+
+                    store, session_id = run_session
+                    messages = await resolve_messages(request.messages, store, session_id)
+                    asked = replace(request, messages=messages)
+                async for item in self.inner.stream(asked):
                     if isinstance(item, ModelResponse):
                         return encode_model_response(item)
                     deltas.append(item)
@@ -164,8 +194,14 @@ class DurableJournal:
     async def run(
         self, call: ToolCall, execute: Callable[[], Awaitable[ToolResultMessage]]
     ) -> ToolResultMessage:
+        on_temporal = _on_temporal()
+
         async def run() -> str:
             result = await execute()
+            if on_temporal:  # a long text stands in the workflow as a reference
+                from zett_agent.durable._temporal import ref_result
+
+                result = await ref_result(result, self.store, self.session_id)
             blobs: dict[str, bytes | None] = {}
             text = encode_tool_result(result, blobs)
             try:

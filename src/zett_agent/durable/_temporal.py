@@ -19,6 +19,11 @@ never retries a step. Its result is what Temporal records in the history:
   the marker without running it and answers the call with
   :data:`~zett_agent.durable.TOOL_INTERRUPTED` unless the tool is idempotent.
 
+A local activity's result reaches the history only when the workflow task
+completes, so after every step but an append (keyed: repeating it stores nothing
+twice) the workflow sleeps 1 ms, a timer that completes the task: each step is
+recorded before the next starts, as a DBOS step is.
+
 Payloads by reference: a tool result's text over :data:`REF_LIMIT` characters is
 put in the session store's blobs inside the step and stands in the workflow as
 a reference (:data:`REF_PREFIX` + its SHA-256), which the steps that read it (the
@@ -100,6 +105,7 @@ _T = TypeVar("_T")
 _PENDING: dict[str, Callable[[], Coroutine[Any, Any, Any]]] = {}
 _FAILED: dict[str, BaseException] = {}
 _STEP_TIMEOUT: list[float] = [24 * 3600.0]
+_FLUSH = timedelta(milliseconds=1)
 
 
 def in_temporal_workflow() -> bool:
@@ -143,6 +149,12 @@ async def temporal_step(name: str, function: Callable[[], Coroutine[Any, Any, _T
         raise error
     finally:
         _PENDING.pop(token, None)
+    if not name.endswith(".append"):
+        # Local activity results reach the history only when the workflow task
+        # completes: a timer completes it, so this step is recorded before the next
+        # one starts (a tool never runs before its marker is in the history).
+        # Appends are keyed: one repeated after a crash stores nothing twice.
+        await workflow.sleep(_FLUSH, summary="zett.recorded")
     return result
 
 
@@ -285,7 +297,12 @@ def running() -> _Running:
     return _RUNNING[0]
 
 
-_PRELOADED = ("opentelemetry.trace", "opentelemetry.context", "zett_agent.durable._runtime")
+_PRELOADED = (
+    "anyio._backends._asyncio",
+    "opentelemetry.trace",
+    "opentelemetry.context",
+    "zett_agent.durable._runtime",
+)
 
 
 def _passthrough() -> tuple[str, ...]:

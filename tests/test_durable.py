@@ -355,7 +355,9 @@ async def test_a_tool_timeout_is_decided_inside_the_step_and_checkpointed(
         stored = (await durable.store.load("s"))[2]
         assert isinstance(stored, ToolResultMessage) and stored.is_error
         assert "did not finish within its timeout of 0.2 seconds" in stored.content
-        assert "timeout of 0.2 seconds" in await step_output(engine, "r-timeout", "timeout.tool.stuck")
+        assert "timeout of 0.2 seconds" in await step_output(
+            engine, "r-timeout", "timeout.tool.stuck"
+        )
 
 
 async def test_an_error_echoing_the_key_is_checkpointed_without_it(

@@ -79,7 +79,9 @@ APPROVAL_EVENT = "zett.approval"
 its waiting calls (``id``, ``name``, ``arguments``). Persisted data: never renamed."""
 
 _AGENTS: dict[str, DurableAgent] = {}
-_LAUNCHED: list[DurableConfig | TemporalConfig] = []  # the config DBOS runs with in this process, if any
+_LAUNCHED: list[
+    DurableConfig | TemporalConfig
+] = []  # the config DBOS runs with in this process, if any
 
 
 def require_launched() -> None:
@@ -252,9 +254,7 @@ async def drive_messages(
         request = replace(waiting, durable_agent=durable.name)
         await put(request, f"{run_id}:approval")
         if not temporal:
-            calls = [
-                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in request.calls
-            ]
+            calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in request.calls]
             await DBOS.set_event_async(APPROVAL_EVENT, json.dumps(calls))
     return encode_final(final)
 

@@ -104,6 +104,7 @@ _T = TypeVar("_T")
 
 _PENDING: dict[str, Callable[[], Coroutine[Any, Any, Any]]] = {}
 _FAILED: dict[str, BaseException] = {}
+_ACTIVE: set[asyncio.Task[Any]] = set()  # the steps running in this process
 _STEP_TIMEOUT: list[float] = [24 * 3600.0]
 _FLUSH = timedelta(milliseconds=1)
 
@@ -121,11 +122,39 @@ async def run_step(token: str) -> Any:
     function = _PENDING.pop(token, None)
     if function is None:  # pragma: no cover - a local activity runs where it was registered
         raise RuntimeError(f"step {token!r} is not registered in this worker")
+    task = asyncio.current_task()
+    if task is not None:
+        _ACTIVE.add(task)
     try:
-        return await function()
+        result = await function()
+        if task is not None and task.cancelling():
+            # stopped while it ran (a model stream ends cut then): not this step's
+            # result, which a worker makes again from the history
+            raise asyncio.CancelledError
+        return result
     except BaseException as error:
         _FAILED[token] = error
         raise
+    finally:
+        _ACTIVE.discard(task)  # type: ignore[arg-type]
+
+
+class StepCancelled(BaseException):
+    """A step was cancelled because its worker is stopping: the workflow task
+    fails (nothing of it is recorded) and a worker runs it again from the history.
+    A BaseException, so that neither the loop nor a hook takes it for the step's
+    own failure or for a cancelled run."""
+
+
+def _cancelled(error: BaseException) -> bool:
+    from temporalio.exceptions import CancelledError
+
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, CancelledError):
+            return True
+        seen = seen.__cause__
+    return False
 
 
 async def temporal_step(name: str, function: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
@@ -144,6 +173,8 @@ async def temporal_step(name: str, function: Callable[[], Coroutine[Any, Any, _T
         )
     except FailureError as error:  # ApplicationError (the step raised), ActivityError
         failed = _FAILED.pop(token, None)
+        if isinstance(failed, asyncio.CancelledError) or _cancelled(error):
+            raise StepCancelled(name) from None
         if failed is not None:
             raise failed from None
         raise error
@@ -213,7 +244,6 @@ def configure_steps(config: TemporalConfig) -> None:
     _STEP_TIMEOUT[0] = config.step_timeout
 
 
-
 async def read_session(
     durable: DurableAgent, session_id: str, prompt: str | None
 ) -> tuple[list[Message], frozenset[str], str | UserMessage | None]:
@@ -252,7 +282,7 @@ async def read_session(
 # ---------------------------------------------------------------- workflow
 
 
-@workflow.defn(name="zett_agent.durable.run", sandboxed=True, failure_exception_types=[Exception])
+@workflow.defn(name="zett_agent.durable.run", sandboxed=True)
 class RunWorkflow:
     """The Temporal workflow of a durable run (inputs: the durable agent's name,
     the session id, the prompt; output: the final message as stored JSON)."""
@@ -306,7 +336,19 @@ _PRELOADED = (
 
 
 def _passthrough() -> tuple[str, ...]:
-    return ("zett_agent", "dbos", "sqlalchemy", "psycopg", "opentelemetry", "anyio", "httpx", "httpcore", "pydantic", "pydantic_core", "sniffio")
+    return (
+        "zett_agent",
+        "dbos",
+        "sqlalchemy",
+        "psycopg",
+        "opentelemetry",
+        "anyio",
+        "httpx",
+        "httpcore",
+        "pydantic",
+        "pydantic_core",
+        "sniffio",
+    )
 
 
 async def launch_temporal(config: TemporalConfig) -> None:
@@ -350,6 +392,8 @@ async def stop_temporal() -> None:
     if not _RUNNING:
         return
     state = _RUNNING.pop()
+    for step_task in list(_ACTIVE):  # a step stopped now is made again by a worker
+        step_task.cancel()
     if state.worker is not None and state.task is not None:
         await state.worker.shutdown()
         try:
@@ -362,6 +406,8 @@ def cancel_temporal() -> None:
     """Stop this process's worker without waiting (the synchronous ``shutdown()``)."""
     if _RUNNING:
         state = _RUNNING.pop()
+        for step_task in list(_ACTIVE):
+            step_task.cancel()
         if state.task is not None:
             state.task.cancel()
 

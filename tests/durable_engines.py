@@ -203,10 +203,10 @@ async def step_output(engine: Engine, run_id: str, name: str) -> str:
 
     converter = running().client.data_converter.payload_converter
     for event in (await _history(run_id)).events:
-        if event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
-            if converter.from_payload(event.user_metadata.summary, str) == name:
-                attributes = event.marker_recorded_event_attributes
-                return str(converter.from_payload(attributes.details["result"].payloads[0]))
+        marker = event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+        if marker and converter.from_payload(event.user_metadata.summary, str) == name:
+            attributes = event.marker_recorded_event_attributes
+            return str(converter.from_payload(attributes.details["result"].payloads[0]))
     raise AssertionError(f"run {run_id!r} has no step {name!r}")
 
 

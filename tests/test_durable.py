@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,15 @@ pytest.importorskip("dbos", reason="durable runs need the 'durable' extra (dbos)
 
 from dbos import DBOS
 
+from durable_engines import (
+    Engine,
+    engine,
+    launched,
+    run_record,
+    step_names,
+    step_output,
+    temporal_server,
+)
 from zett_agent import (
     Agent,
     AgentRunConfig,
@@ -40,16 +49,6 @@ from zett_agent.durable._checkpoints import (
 from zett_agent.errors import ConfigError, StreamError
 from zett_agent.extensions import Extension, RetryRequest
 from zett_agent.testing import ScriptedModel, reply
-
-from durable_engines import (
-    Engine,
-    engine,
-    launched,
-    run_record,
-    step_names,
-    step_output,
-    temporal_server,
-)
 
 __all__ = ["engine", "launched", "temporal_server"]  # the fixtures this module uses
 

@@ -63,6 +63,7 @@ async def test_a_50_turn_run_of_100_kib_results_records_no_payload_over_64_kib(
     total = sum(event.ByteSize() for event in history.events)
     largest = max(e.ByteSize() for e in history.events)
     print(
-        f"\nhistory: {len(history.events)} events, {total / 1024:.0f} KiB, largest event {largest / 1024:.1f} KiB"
+        f"\nhistory: {len(history.events)} events, {total / 1024:.0f} KiB, "
+        f"largest event {largest / 1024:.1f} KiB"
     )
     assert largest < 64 * 1024

@@ -217,6 +217,13 @@ class DurableAgent:
         from zett_agent.durable._approvals import decided_run_id, decided_workflow
 
         run_id = decided_run_id(request.run_id)
+        if runtime.on_temporal_engine():
+            from zett_agent.durable._approvals import DECIDED_WORKFLOW_NAME
+            from zett_agent.durable._temporal import start_run
+
+            inputs = [request.durable_agent, session_id, request_seq]
+            await start_run(inputs, run_id, wait=False, workflow_name=DECIDED_WORKFLOW_NAME)
+            return run_id
         with SetWorkflowID(run_id):
             await DBOS.enqueue_workflow_async(
                 runtime.QUEUE_NAME, decided_workflow, request.durable_agent, session_id,

@@ -38,13 +38,14 @@ clock or random source: every such thing is in a step.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import importlib
+import json
 import re
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
-import json
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from temporalio import activity, workflow
@@ -60,11 +61,12 @@ with workflow.unsafe.imports_passed_through():
         message_to_dict,
     )
     from zett_agent.durable._checkpoints import decode_model_call, encode_model_error
+    from zett_agent.durable._runtime import DEFAULT_TASK_QUEUE, TemporalConfig
     from zett_agent.durable._steps import step
     from zett_agent.errors import ConfigError
-    from zett_agent.durable._runtime import DEFAULT_TASK_QUEUE, TemporalConfig
     from zett_agent.sessions import SessionStore, live_rows
-    from zett_agent.sessions._base import messages_of
+    from zett_agent.sessions._base import SCHEMA_VERSION, decode_row, encode_row, messages_of
+    from zett_agent.tools._approvals import ApprovalDecision, ApprovalRequest
     from zett_agent.sessions._journal import started_calls
 
 if TYPE_CHECKING:
@@ -279,6 +281,43 @@ async def read_session(
     return messages, frozenset(data["started"]), asked
 
 
+async def read_decided(
+    durable: DurableAgent, session_id: str, request_seq: int
+) -> tuple[list[Message], frozenset[str], ApprovalRequest, ApprovalDecision]:
+    """The step ``<agent>.session`` of a Temporal continuation: the history up to
+    the decision (long results as references), the calls it records as started,
+    the request of row ``request_seq`` and its decision."""
+    from zett_agent.durable._approvals import decided_cut
+
+    store = durable.store
+
+    async def read() -> str:
+        rows = await store.rows(session_id)
+        request, decision, cut = decided_cut(session_id, rows, request_seq)
+        blobs: dict[str, bytes | None] = {}
+        history = []
+        for message in messages_of(cut):
+            if isinstance(message, ToolResultMessage):
+                message = await ref_result(message, store, session_id)
+            history.append(message_to_dict(message, blobs))
+        entries = [encode_row(session_id, entry) for entry in (request, decision)]
+        for data in [*blobs.values(), *(d for e in entries for d in e.blobs.values())]:
+            if data is not None:
+                await store.put_blob(session_id, data)
+        started = sorted(started_calls(cut))
+        shown = {"history": history, "started": started, "entries": [e.text for e in entries]}
+        return json.dumps(shown)
+
+    data = json.loads(await step(f"{durable.name}.session", read))
+    reader = store.blob_reader(session_id)
+    messages = [message_from_dict(item, reader) for item in data["history"]]
+    request, decision = (
+        decode_row(session_id, 0, SCHEMA_VERSION, text, reader) for text in data["entries"]
+    )
+    assert isinstance(request, ApprovalRequest) and isinstance(decision, ApprovalDecision)
+    return messages, frozenset(data["started"]), request, decision
+
+
 # ---------------------------------------------------------------- workflow
 
 
@@ -304,6 +343,34 @@ class RunWorkflow:
                 str(error), encode_model_error(error), type=type(error).__name__,
                 non_retryable=True,
             ) from None  # fmt: skip
+
+
+@workflow.defn(name="zett_agent.durable.decided", sandboxed=True)
+class DecidedWorkflow:
+    """The Temporal workflow that carries on a decided request (inputs: the
+    durable agent's name, the session id, the request's row), started once by
+    its id (:func:`~zett_agent.durable.decided_run_id`)."""
+
+    @workflow.run
+    async def run(self, inputs: list[Any]) -> str:
+        from zett_agent.durable._approvals import decided_body
+
+        agent_name, session_id, request_seq = inputs
+        try:
+            return await decided_body(str(agent_name), str(session_id), int(request_seq))
+        except Exception as error:
+            raise _failure(error) from None
+
+
+def _failure(error: Exception) -> BaseException:
+    """The workflow failure a run's error becomes (its checkpoint as the detail)."""
+    from temporalio.exceptions import ApplicationError, TemporalError
+
+    if isinstance(error, TemporalError):
+        return error
+    return ApplicationError(
+        str(error), encode_model_error(error), type=type(error).__name__, non_retryable=True
+    )
 
 
 # ------------------------------------------------------------ the process
@@ -377,7 +444,7 @@ async def launch_temporal(config: TemporalConfig) -> None:
         state.worker = Worker(
             client,
             task_queue=config.task_queue,
-            workflows=[RunWorkflow],
+            workflows=[RunWorkflow, DecidedWorkflow],
             activities=[run_step],
             workflow_runner=SandboxedWorkflowRunner(restrictions=restrictions),
             **options,
@@ -396,10 +463,8 @@ async def stop_temporal() -> None:
         step_task.cancel()
     if state.worker is not None and state.task is not None:
         await state.worker.shutdown()
-        try:
+        with contextlib.suppress(Exception):  # a worker that failed has stopped
             await state.task
-        except Exception:  # pragma: no cover - a worker that failed has stopped
-            pass
 
 
 def cancel_temporal() -> None:
@@ -428,7 +493,9 @@ def _zett_error(error: BaseException) -> BaseException:
     return error
 
 
-async def start_run(inputs: list[str | None], run_id: str, *, wait: bool) -> str | None:
+async def start_run(
+    inputs: list[Any], run_id: str, *, wait: bool, workflow_name: str = "zett_agent.durable.run"
+) -> str | None:
     """Start run ``run_id`` (once: an existing id is not started again) on the task
     queue; with ``wait``, its output (the final message's JSON)."""
     from temporalio.client import WorkflowFailureError
@@ -438,7 +505,7 @@ async def start_run(inputs: list[str | None], run_id: str, *, wait: bool) -> str
     state = running()
     try:
         handle = await state.client.start_workflow(
-            "zett_agent.durable.run",
+            workflow_name,
             inputs,
             id=run_id,
             task_queue=state.config.task_queue,

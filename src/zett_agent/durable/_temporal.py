@@ -66,8 +66,8 @@ with workflow.unsafe.imports_passed_through():
     from zett_agent.errors import ConfigError
     from zett_agent.sessions import SessionStore, live_rows
     from zett_agent.sessions._base import SCHEMA_VERSION, decode_row, encode_row, messages_of
-    from zett_agent.tools._approvals import ApprovalDecision, ApprovalRequest
     from zett_agent.sessions._journal import started_calls
+    from zett_agent.tools._approvals import ApprovalDecision, ApprovalRequest
 
 if TYPE_CHECKING:
     from zett_agent.durable._agent import DurableAgent

@@ -1,10 +1,10 @@
 """Tool calls that wait for approval in durable runs (in this process, on each
 engine: DBOS on SQLite, Temporal; tests/durable_engines.py): the run ends at the
 request, which is stored in the session (and set as a DBOS event on DBOS); the
-decision is taken once (the same compare-and-set as a plain session) and carried on by a continuation run keyed by the request; an approved
-call runs once through the gate's steps, a denied one never runs. The worker
-processes (kill -9 while waiting and while the tool runs) are in
-test_durable_approvals_workers.py."""
+decision is taken once (the same compare-and-set as a plain session) and carried
+on by a continuation run keyed by the request; an approved call runs once through
+the gate's steps, a denied one never runs. The worker processes (kill -9 while
+waiting and while the tool runs) are in test_durable_approvals_workers.py."""
 
 from __future__ import annotations
 

@@ -138,7 +138,8 @@ async def run_step(token: str) -> Any:
         _FAILED[token] = error
         raise
     finally:
-        _ACTIVE.discard(task)  # type: ignore[arg-type]
+        if task is not None:
+            _ACTIVE.discard(task)
 
 
 class StepCancelled(BaseException):

@@ -246,3 +246,26 @@ async def test_serve_hands_a_durable_runs_decision_to_the_workers(
         again = await anyio.to_thread.run_sync(post, handing)
         assert again.status_code == 409
     assert SENT == ["ACME"]
+
+
+async def test_two_deciders_at_once_run_the_approved_call_once(durable: DurableAgent) -> None:
+    import anyio
+
+    await durable.run("bill ACME", session_id="s", run_id="r-race")
+    outcomes: list[object] = []
+
+    async def decide() -> None:
+        try:
+            outcomes.append((await durable.approve("s", {"c1": approve()})).text)
+        except ApprovalConflictError as error:
+            outcomes.append(error)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(decide)
+        group.start_soon(decide)
+    assert SENT == ["ACME"]  # one decision stored, one continuation, one call
+    assert sorted(map(type, outcomes), key=str) == sorted([str, ApprovalConflictError], key=str)
+    decisions = [
+        r for r in await durable.store.rows("s") if isinstance(r.message, ApprovalDecision)
+    ]
+    assert len(decisions) == 1

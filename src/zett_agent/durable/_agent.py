@@ -14,7 +14,7 @@ import zett_agent.durable._runtime as runtime
 from zett_agent._agent import Agent
 from zett_agent._messages import AssistantMessage, UserMessage, message_to_dict
 from zett_agent.durable._checkpoints import decode_final
-from zett_agent.durable._steps import DurableExtension, DurableModel
+from zett_agent.durable._steps import TEMPORAL, DurableExtension, DurableModel
 from zett_agent.errors import ResumeError
 from zett_agent.sessions import SessionStore, SQLiteSessionStore, live_rows
 from zett_agent.sessions._decisions import take_decision, waiting_request
@@ -122,7 +122,7 @@ class DurableAgent:
         Raises :class:`~zett_agent.errors.ConfigError` before :func:`launch`."""
         runtime.require_launched()
         if runtime.on_temporal_engine():
-            from zett_agent.durable._temporal import start_run
+            start_run = TEMPORAL["start_run"]
 
             inputs = [self.name, session_id, await self._input(prompt, session_id)]
             output = await start_run(inputs, run_id or new_run_id(), wait=True)
@@ -149,7 +149,7 @@ class DurableAgent:
         run_id = run_id or new_run_id()
         given = await self._input(prompt, session_id)
         if runtime.on_temporal_engine():
-            from zett_agent.durable._temporal import start_run
+            start_run = TEMPORAL["start_run"]
 
             await start_run([self.name, session_id, given], run_id, wait=False)
             return run_id
@@ -219,7 +219,8 @@ class DurableAgent:
         run_id = decided_run_id(request.run_id)
         if runtime.on_temporal_engine():
             from zett_agent.durable._approvals import DECIDED_WORKFLOW_NAME
-            from zett_agent.durable._temporal import start_run
+
+            start_run = TEMPORAL["start_run"]
 
             inputs = [request.durable_agent, session_id, request_seq]
             await start_run(inputs, run_id, wait=False, workflow_name=DECIDED_WORKFLOW_NAME)
@@ -234,7 +235,7 @@ class DurableAgent:
     async def result(self, run_id: str) -> AssistantMessage:
         """Wait for run ``run_id`` to end; its final message."""
         if runtime.on_temporal_engine():
-            from zett_agent.durable._temporal import run_result
+            run_result = TEMPORAL["run_result"]
 
             return final_of(await run_result(run_id))
         handle: WorkflowHandleAsync[str] = await DBOS.retrieve_workflow_async(run_id)

@@ -34,7 +34,7 @@ from zett_agent._agent import Agent
 from zett_agent._events import AgentEvent
 from zett_agent._messages import Message
 from zett_agent.durable._runtime import OnMessage, agent_named, drive, drive_messages
-from zett_agent.durable._steps import DurableJournal, _on_temporal
+from zett_agent.durable._steps import TEMPORAL, DurableJournal, _on_temporal
 from zett_agent.errors import ConfigError
 from zett_agent.sessions import StoredRow, live_rows
 from zett_agent.sessions._decisions import decision_row
@@ -93,7 +93,7 @@ async def decided_body(agent_name: str, session_id: str, request_seq: int) -> st
     durable = agent_named(agent_name)
     temporal = _on_temporal()
     if temporal:
-        from zett_agent.durable._temporal import read_decided
+        read_decided = TEMPORAL["read_decided"]
 
         history, started, request, decision = await read_decided(durable, session_id, request_seq)
     else:

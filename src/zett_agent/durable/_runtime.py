@@ -18,6 +18,7 @@ run recovered at launch needs its agent), and :func:`shutdown` stops it.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import itertools
 import json
 import os
@@ -34,7 +35,7 @@ from zett_agent._agent import Agent
 from zett_agent._events import AgentEvent, AgentEventType
 from zett_agent._messages import Message, UserMessage, message_from_dict
 from zett_agent.durable._checkpoints import encode_final
-from zett_agent.durable._steps import RUN_SESSION, DurableJournal, _on_temporal, step
+from zett_agent.durable._steps import RUN_SESSION, TEMPORAL, DurableJournal, _on_temporal, step
 from zett_agent.errors import ConfigError
 from zett_agent.sessions import SessionStore, SQLiteSessionStore, StoredRow, live_rows
 from zett_agent.sessions._base import messages_of
@@ -150,7 +151,7 @@ async def run_body(agent_name: str, session_id: str, prompt: str | None) -> str:
         )
 
     if _on_temporal():
-        from zett_agent.durable._temporal import read_session
+        read_session = TEMPORAL["read_session"]
 
         history, started, asked = await read_session(durable, session_id, prompt)
         return await drive_messages(durable, session_id, history, started, start)
@@ -219,7 +220,7 @@ async def drive_messages(
         if not temporal:
             await store.append(session_id, message, key=key)
             return
-        from zett_agent.durable._temporal import resolve_messages
+        resolve_messages = TEMPORAL["resolve_messages"]
 
         async def write() -> None:
             (real,) = (
@@ -368,7 +369,8 @@ async def launch(config: DurableConfig | TemporalConfig) -> None:
     if _LAUNCHED:
         raise ConfigError("DBOS is already launched in this process (shutdown() first)")
     if isinstance(config, TemporalConfig):
-        from zett_agent.durable._temporal import launch_temporal
+        importlib.import_module("zett_agent.durable._temporal")  # plugs itself in: TEMPORAL
+        launch_temporal = TEMPORAL["launch_temporal"]
 
         await launch_temporal(config)
         _LAUNCHED[:] = [config]
@@ -402,7 +404,7 @@ async def launch(config: DurableConfig | TemporalConfig) -> None:
 async def ashutdown() -> None:
     """:func:`shutdown`, waiting for a Temporal worker to stop."""
     if on_temporal_engine():
-        from zett_agent.durable._temporal import stop_temporal
+        stop_temporal = TEMPORAL["stop_temporal"]
 
         _LAUNCHED.clear()
         await stop_temporal()
@@ -418,7 +420,7 @@ def shutdown() -> None:
     keeps working in the host after shutdown). On Temporal the worker is told to
     stop without waiting for it (:func:`ashutdown` waits)."""
     if on_temporal_engine():
-        from zett_agent.durable._temporal import cancel_temporal
+        cancel_temporal = TEMPORAL["cancel_temporal"]
 
         _LAUNCHED.clear()
         cancel_temporal()

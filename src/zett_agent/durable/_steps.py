@@ -81,12 +81,15 @@ RUN_SESSION: ContextVar[tuple[SessionStore, str] | None] = ContextVar(
 the workflow body; on Temporal the steps resolve blob references with it)."""
 
 
+TEMPORAL: dict[str, Any] = {}
+"""What the Temporal engine plugs in (``durable/_temporal.py`` fills it when it is
+imported: ``launch(TemporalConfig(...))`` imports it): the modules below it call
+the engine through this table, so none of them imports it."""
+
+
 def _on_temporal() -> bool:
     """Whether the caller is Temporal workflow code (never imports temporalio)."""
-    import sys
-
-    module = sys.modules.get("zett_agent.durable._temporal")
-    return module is not None and bool(module.in_temporal_workflow())
+    return "in_workflow" in TEMPORAL and bool(TEMPORAL["in_workflow"]())
 
 
 async def step(name: str, function: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
@@ -94,9 +97,8 @@ async def step(name: str, function: Callable[[], Coroutine[Any, Any, _T]]) -> _T
     local activity in a Temporal workflow (no engine retries either way: the
     model's own retries happen inside, and a tool's side effect must not repeat)."""
     if _on_temporal():
-        from zett_agent.durable._temporal import temporal_step
-
-        return await temporal_step(name, function)
+        result: _T = await TEMPORAL["temporal_step"](name, function)
+        return result
     options: StepOptions = {"name": name, "retries_allowed": False}
     return await DBOS.run_step_async(options, function)
 
@@ -135,7 +137,7 @@ class DurableModel:
             asked = request
             try:
                 if run_session is not None:
-                    from zett_agent.durable._temporal import resolve_messages
+                    resolve_messages = TEMPORAL["resolve_messages"]
 
                     store, session_id = run_session
                     messages = await resolve_messages(request.messages, store, session_id)
@@ -199,7 +201,7 @@ class DurableJournal:
         async def run() -> str:
             result = await execute()
             if on_temporal:  # a long text stands in the workflow as a reference
-                from zett_agent.durable._temporal import ref_result
+                ref_result = TEMPORAL["ref_result"]
 
                 result = await ref_result(result, self.store, self.session_id)
             blobs: dict[str, bytes | None] = {}

@@ -21,8 +21,10 @@ never retries a step. Its result is what Temporal records in the history:
 
 A local activity's result reaches the history only when the workflow task
 completes, so after every step but an append (keyed: repeating it stores nothing
-twice) the workflow sleeps 1 ms, a timer that completes the task: each step is
-recorded before the next starts, as a DBOS step is.
+twice) the workflow awaits a no-op activity (:data:`RECORDED_ACTIVITY`), which
+completes the task: each step is recorded before the next starts, as a DBOS step
+is. (A 1 ms timer does the same, but the dev server fires timers about a second
+late.)
 
 Payloads by reference: a tool result's text over :data:`REF_LIMIT` characters is
 put in the session store's blobs inside the step and stands in the workflow as
@@ -62,7 +64,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from zett_agent.durable._checkpoints import decode_model_call, encode_model_error
     from zett_agent.durable._runtime import DEFAULT_TASK_QUEUE, TemporalConfig
-    from zett_agent.durable._steps import step
+    from zett_agent.durable._steps import TEMPORAL, step
     from zett_agent.errors import ConfigError
     from zett_agent.sessions import SessionStore, live_rows
     from zett_agent.sessions._base import SCHEMA_VERSION, decode_row, encode_row, messages_of
@@ -89,6 +91,10 @@ __all__ = [
 STEP_ACTIVITY = "zett_agent.durable.step"
 """The local activity every step runs as: persisted data (it names the history's
 markers), never renamed."""
+
+RECORDED_ACTIVITY = "zett_agent.durable.recorded"
+"""The no-op activity a workflow awaits after a step, so the step is recorded in
+the history before the next starts: persisted data, never renamed."""
 
 REF_LIMIT = 16 * 1024
 """Tool result texts longer than this (characters) stand in the workflow as a
@@ -160,6 +166,12 @@ def _cancelled(error: BaseException) -> bool:
     return False
 
 
+@activity.defn(name=RECORDED_ACTIVITY)
+async def recorded() -> None:
+    """Nothing: awaiting it completes the workflow task, which records the steps
+    before it in the history."""
+
+
 async def temporal_step(name: str, function: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
     """Run ``function`` as the local activity :data:`STEP_ACTIVITY` (summary
     ``name``) with no Temporal retry; its result is recorded in the history and
@@ -188,7 +200,11 @@ async def temporal_step(name: str, function: Callable[[], Coroutine[Any, Any, _T
         # completes: a timer completes it, so this step is recorded before the next
         # one starts (a tool never runs before its marker is in the history).
         # Appends are keyed: one repeated after a crash stores nothing twice.
-        await workflow.sleep(_FLUSH, summary="zett.recorded")
+        await workflow.execute_activity(
+            recorded,
+            start_to_close_timeout=timedelta(seconds=60),
+            retry_policy=RetryPolicy(maximum_attempts=0),  # a no-op: retried until it runs
+        )
     return result
 
 
@@ -446,7 +462,7 @@ async def launch_temporal(config: TemporalConfig) -> None:
             client,
             task_queue=config.task_queue,
             workflows=[RunWorkflow, DecidedWorkflow],
-            activities=[run_step],
+            activities=[run_step, recorded],
             workflow_runner=SandboxedWorkflowRunner(restrictions=restrictions),
             **options,
         )
@@ -539,3 +555,18 @@ async def run_result(run_id: str) -> str:
         if mapped is error:
             raise
         raise mapped from error
+
+
+TEMPORAL.update(
+    in_workflow=in_temporal_workflow,
+    temporal_step=temporal_step,
+    resolve_messages=resolve_messages,
+    ref_result=ref_result,
+    read_session=read_session,
+    read_decided=read_decided,
+    launch_temporal=launch_temporal,
+    stop_temporal=stop_temporal,
+    cancel_temporal=cancel_temporal,
+    start_run=start_run,
+    run_result=run_result,
+)

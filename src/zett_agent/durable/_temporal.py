@@ -112,8 +112,8 @@ _T = TypeVar("_T")
 
 _PENDING: dict[str, Callable[[], Coroutine[Any, Any, Any]]] = {}
 _FAILED: dict[str, BaseException] = {}
-_ACTIVE: set[asyncio.Task[Any]] = set()  # the steps running in this process
 _STEP_TIMEOUT: list[float] = [24 * 3600.0]
+_TASK_TIMEOUT: list[float] = [10.0]
 _FLUSH = timedelta(milliseconds=1)
 
 
@@ -130,11 +130,9 @@ async def run_step(token: str) -> Any:
     function = _PENDING.pop(token, None)
     if function is None:  # pragma: no cover - a local activity runs where it was registered
         raise RuntimeError(f"step {token!r} is not registered in this worker")
-    task = asyncio.current_task()
-    if task is not None:
-        _ACTIVE.add(task)
     try:
         result = await function()
+        task = asyncio.current_task()
         if task is not None and task.cancelling():
             # stopped while it ran (a model stream ends cut then): not this step's
             # result, which a worker makes again from the history
@@ -143,9 +141,6 @@ async def run_step(token: str) -> Any:
     except BaseException as error:
         _FAILED[token] = error
         raise
-    finally:
-        if task is not None:
-            _ACTIVE.discard(task)
 
 
 class StepCancelled(BaseException):
@@ -202,7 +197,8 @@ async def temporal_step(name: str, function: Callable[[], Coroutine[Any, Any, _T
         # Appends are keyed: one repeated after a crash stores nothing twice.
         await workflow.execute_activity(
             recorded,
-            start_to_close_timeout=timedelta(seconds=60),
+            # a worker that died holding it: another runs it after the task timeout
+            start_to_close_timeout=timedelta(seconds=_TASK_TIMEOUT[0]),
             retry_policy=RetryPolicy(maximum_attempts=0),  # a no-op: retried until it runs
         )
     return result
@@ -261,6 +257,7 @@ async def resolve_messages(
 def configure_steps(config: TemporalConfig) -> None:
     """Use ``config``'s step timeout for the steps of this process."""
     _STEP_TIMEOUT[0] = config.step_timeout
+    _TASK_TIMEOUT[0] = config.task_timeout
 
 
 async def read_session(
@@ -453,6 +450,7 @@ async def launch_temporal(config: TemporalConfig) -> None:
         importlib.import_module(module)
     state = _Running(config, client)
     _STEP_TIMEOUT[0] = config.step_timeout
+    _TASK_TIMEOUT[0] = config.task_timeout
     if config.worker:
         restrictions = SandboxRestrictions.default.with_passthrough_modules(*_passthrough())
         options: dict[str, Any] = {}
@@ -476,8 +474,6 @@ async def stop_temporal() -> None:
     if not _RUNNING:
         return
     state = _RUNNING.pop()
-    for step_task in list(_ACTIVE):  # a step stopped now is made again by a worker
-        step_task.cancel()
     if state.worker is not None and state.task is not None:
         await state.worker.shutdown()
         with contextlib.suppress(Exception):  # a worker that failed has stopped
@@ -488,8 +484,6 @@ def cancel_temporal() -> None:
     """Stop this process's worker without waiting (the synchronous ``shutdown()``)."""
     if _RUNNING:
         state = _RUNNING.pop()
-        for step_task in list(_ACTIVE):
-            step_task.cancel()
         if state.task is not None:
             state.task.cancel()
 

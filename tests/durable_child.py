@@ -2,7 +2,8 @@
 
 ``python durable_child.py WORKDIR BASE_URL CRASH`` runs run ``run-1`` of agent
 ``crashy`` over an OpenAI-compatible server at BASE_URL, in WORKDIR's
-``sessions.sqlite3`` (DBOS's system database beside it), then writes the final
+``sessions.sqlite3`` (DBOS's system database beside it, or Temporal when
+``ZETT_TEST_ENGINE=temporal``: tests/durable_engines.py), then writes the final
 message to ``final.json``. Started again after a kill, it carries the run on.
 
 CRASH arms self-inflicted SIGKILLs, each once (its file ``armed-<point>`` is
@@ -28,9 +29,10 @@ from zett_agent._messages import message_to_dict
 from zett_agent.durable import (
     DurableAgent,
     DurableConfig,
+    TemporalConfig,
+    ashutdown,
     idempotent,
     launch,
-    shutdown,
     system_database_next_to,
 )
 
@@ -109,12 +111,20 @@ async def main() -> None:
     agent = Agent(model, config, tools=[note, lookup])
     path = WORKDIR / "sessions.sqlite3"
     durable = DurableAgent(agent, KillingStore(path))  # lookup is marked @idempotent
-    await launch(DurableConfig(system_database_next_to(path)))
+    if os.environ.get("ZETT_TEST_ENGINE") == "temporal":
+        config: DurableConfig | TemporalConfig = TemporalConfig(
+            os.environ["ZETT_TEMPORAL_ADDRESS"],
+            namespace=os.environ["ZETT_TEST_NAMESPACE"],
+            task_timeout=2.0,
+        )
+    else:
+        config = DurableConfig(system_database_next_to(path))
+    await launch(config)
     try:
         message = await durable.run("go", session_id="s", run_id="run-1")
         (WORKDIR / "final.json").write_text(json.dumps(message_to_dict(message)))
     finally:
-        shutdown()
+        await ashutdown()
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
-"""Tool calls that wait for approval in durable runs (DBOS on SQLite, in this
-process): the run ends at the request, which is stored in the session and set as
-a DBOS event; the decision is taken once (the same compare-and-set as a plain
-session) and carried on by a continuation run keyed by the request; an approved
-call runs once through the gate's steps, a denied one never runs. The worker
-processes (kill -9 while waiting and while the tool runs) are in
-test_durable_approvals_workers.py."""
+"""Tool calls that wait for approval in durable runs (in this process, on each
+engine: DBOS on SQLite, Temporal; tests/durable_engines.py): the run ends at the
+request, which is stored in the session (and set as a DBOS event on DBOS); the
+decision is taken once (the same compare-and-set as a plain session) and carried
+on by a continuation run keyed by the request; an approved call runs once through
+the gate's steps, a denied one never runs. The worker processes (kill -9 while
+waiting and while the tool runs) are in test_durable_approvals_workers.py."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ pytest.importorskip("dbos", reason="durable runs need the 'durable' extra (dbos)
 
 from dbos import DBOS
 
+from durable_engines import Engine, engine, step_names, temporal_server
 from zett_agent import (
     Agent,
     AgentClient,
@@ -39,12 +40,15 @@ from zett_agent.durable import (
     DurableAgent,
     DurableConfig,
     DurableRuns,
+    ashutdown,
     decided_run_id,
     launch,
     shutdown,
 )
 from zett_agent.durable._runtime import APPROVAL_EVENT
 from zett_agent.testing import ScriptedModel, reply
+
+__all__ = ["engine", "temporal_server"]  # the fixtures this module uses
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -62,7 +66,7 @@ def send_invoice(customer: str) -> str:
 
 
 @pytest.fixture
-async def durable(tmp_path: Path) -> AsyncIterator[DurableAgent]:
+async def durable(tmp_path: Path, engine: Engine) -> AsyncIterator[DurableAgent]:
     SENT.clear()
     model = ScriptedModel(
         reply("Billing.", [ToolCall("c1", "send_invoice", '{"customer": "ACME"}')]),
@@ -70,11 +74,11 @@ async def durable(tmp_path: Path) -> AsyncIterator[DurableAgent]:
     )
     agent = Agent(model, AgentRunConfig("biller"), [requires_approval(send_invoice)])
     made = DurableAgent(agent, tmp_path / "s.sqlite3")
-    await launch(DurableConfig(f"sqlite:///{tmp_path / 'dbos.sqlite3'}", executor_id="test"))
+    await launch(engine.config(tmp_path))
     try:
         yield made
     finally:
-        shutdown()
+        await ashutdown()
         await made.aclose()
 
 
@@ -85,7 +89,7 @@ def test_a_continuation_id_is_derived_from_the_request() -> None:
 
 
 async def test_a_durable_run_ends_at_the_request_and_an_approval_runs_the_call_once(
-    durable: DurableAgent,
+    durable: DurableAgent, engine: Engine
 ) -> None:
     final = await durable.run("bill ACME", session_id="s", run_id="r1")
     assert final.tool_calls and not SENT  # ended waiting: nothing ran
@@ -95,19 +99,24 @@ async def test_a_durable_run_ends_at_the_request_and_an_approval_runs_the_call_o
     # stored like a plain run's request: a plain client of the store sees it too
     rows = await durable.store.rows("s")
     assert [r.key for r in rows if isinstance(r.message, ApprovalRequest)] == ["r1:approval"]
-    event = await DBOS.get_event_async("r1", APPROVAL_EVENT, timeout_seconds=0)
-    assert json.loads(event) == [
-        {"id": "c1", "name": "send_invoice", "arguments": '{"customer": "ACME"}'}
-    ]
-    status = await DBOS.get_workflow_status_async("r1")
-    assert status is not None and status.status == "SUCCESS"  # nothing waits in DBOS
+    if engine.name == "dbos":
+        event = await DBOS.get_event_async("r1", APPROVAL_EVENT, timeout_seconds=0)
+        assert json.loads(event) == [
+            {"id": "c1", "name": "send_invoice", "arguments": '{"customer": "ACME"}'}
+        ]
+        status = await DBOS.get_workflow_status_async("r1")
+        assert status is not None and status.status == "SUCCESS"  # nothing waits in DBOS
 
     done = await durable.approve("s", {"c1": approve()})
     assert done.text == "Billed ACME."
     assert SENT == ["ACME"]
     assert await durable.pending_approval("s") is None
-    steps = [s["function_name"] for s in await DBOS.list_workflow_steps_async("r1.decided-1")]
-    assert steps[:2] == ["biller.tool.send_invoice.started", "biller.tool.send_invoice"]
+    steps = [s for s in await step_names(engine, "r1.decided-1") if not s.endswith(".append")]
+    assert (
+        steps[1:3]
+        if engine.name == "temporal"
+        else steps[:2] == ["biller.tool.send_invoice.started", "biller.tool.send_invoice"]
+    )
     # the same decision again conflicts: nothing stored, nothing runs
     with pytest.raises(ApprovalConflictError) as caught:
         await durable.approve("s", {"c1": approve()})
@@ -131,8 +140,10 @@ async def test_a_denied_durable_call_never_runs(durable: DurableAgent) -> None:
 
 
 async def test_a_client_decides_a_durable_request_only_by_handing_it_to_the_workers(
-    durable: DurableAgent, tmp_path: Path
+    durable: DurableAgent, tmp_path: Path, engine: Engine
 ) -> None:
+    if engine.name != "dbos":
+        pytest.skip("DurableRuns (the handoff) watches DBOS's runs; zett runs is DBOS's")
     await durable.run("bill ACME", session_id="s", run_id="r3")
     plain = AgentClient(durable.agent, durable.store)
     with pytest.raises(ConfigError, match="zett runs approve r3"):
@@ -200,8 +211,10 @@ async def test_zett_runs_approve_decides_once_and_exits_12_the_second_time(
 
 
 async def test_serve_hands_a_durable_runs_decision_to_the_workers(
-    durable: DurableAgent, tmp_path: Path
+    durable: DurableAgent, tmp_path: Path, engine: Engine
 ) -> None:
+    if engine.name != "dbos":
+        pytest.skip("DurableRuns (serve's handoff) watches DBOS's runs")
     pytest.importorskip("starlette", reason="the serve extra is not installed")
     import anyio
     import httpx
@@ -243,7 +256,7 @@ async def test_serve_hands_a_durable_runs_decision_to_the_workers(
 
 
 async def test_a_new_prompt_while_calls_wait_is_refused_as_a_plain_session_does(
-    durable: DurableAgent, tmp_path: Path
+    durable: DurableAgent, tmp_path: Path, engine: Engine
 ) -> None:
     """One rule for a durable run, AgentClient and serve (409): calls that wait for a
     decision are never answered "not run" by a new prompt; the prompt is refused
@@ -258,14 +271,37 @@ async def test_a_new_prompt_while_calls_wait_is_refused_as_a_plain_session_does(
     plain = AgentClient(durable.agent, durable.store)
     with pytest.raises(PendingApprovalError):  # the same rule, the same error
         await plain.run("something else", session_id="s")
-    # a run queued from another process: the workflow itself refuses
-    runs = DurableRuns(f"sqlite:///{tmp_path / 'dbos.sqlite3'}", sessions=durable.store)
-    async with runs:
-        queued = await runs.submit("biller", "something else", session_id="s", run_id="r8")
-        with pytest.raises(PendingApprovalError):
-            await runs.result(queued, poll=0.05)
+    if engine.name == "dbos":  # a run queued from another process: the workflow refuses
+        runs = DurableRuns(f"sqlite:///{tmp_path / 'dbos.sqlite3'}", sessions=durable.store)
+        async with runs:  # (DurableRuns, the other process's queue, is DBOS's)
+            queued = await runs.submit("biller", "something else", session_id="s", run_id="r8")
+            with pytest.raises(PendingApprovalError):
+                await runs.result(queued, poll=0.05)
+        assert await DBOS.get_workflow_status_async("r6") is None
     assert await durable.store.rows("s") == before
-    assert await DBOS.get_workflow_status_async("r6") is None
     assert SENT == []
     done = await durable.approve("s", {"c1": approve()})  # the calls still wait
     assert done.text == "Billed ACME." and SENT == ["ACME"]
+
+
+async def test_two_deciders_at_once_run_the_approved_call_once(durable: DurableAgent) -> None:
+    import anyio
+
+    await durable.run("bill ACME", session_id="s", run_id="r-race")
+    outcomes: list[object] = []
+
+    async def decide() -> None:
+        try:
+            outcomes.append((await durable.approve("s", {"c1": approve()})).text)
+        except ApprovalConflictError as error:
+            outcomes.append(error)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(decide)
+        group.start_soon(decide)
+    assert SENT == ["ACME"]  # one decision stored, one continuation, one call
+    assert sorted(map(type, outcomes), key=str) == sorted([str, ApprovalConflictError], key=str)
+    decisions = [
+        r for r in await durable.store.rows("s") if isinstance(r.message, ApprovalDecision)
+    ]
+    assert len(decisions) == 1

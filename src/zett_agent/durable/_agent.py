@@ -14,7 +14,7 @@ import zett_agent.durable._runtime as runtime
 from zett_agent._agent import Agent
 from zett_agent._messages import AssistantMessage, UserMessage, message_to_dict
 from zett_agent.durable._checkpoints import decode_final
-from zett_agent.durable._steps import DurableExtension, DurableModel, durable_guardrails
+from zett_agent.durable._steps import TEMPORAL, DurableExtension, DurableModel, durable_guardrails
 from zett_agent.errors import ResumeError
 from zett_agent.sessions import SessionStore, SQLiteSessionStore, live_rows
 from zett_agent.sessions._decisions import take_decision, waiting_request
@@ -131,6 +131,14 @@ class DurableAgent:
         :class:`~zett_agent.approvals.PendingApprovalError` while calls of the
         session wait for approval (nothing is started or stored)."""
         runtime.require_launched()
+        if runtime.on_temporal_engine():
+            start_run = TEMPORAL["start_run"]
+
+            await self._refuse_while_pending(session_id)
+            inputs = [self.name, session_id, await self._input(prompt, session_id)]
+            output = await start_run(inputs, run_id or new_run_id(), wait=True)
+            assert output is not None
+            return final_of(output)
         if run_id is not None and await DBOS.get_workflow_status_async(run_id) is not None:
             # it exists (e.g. recovered at launch after a crash): wait for it, as it is;
             # starting it again would make DBOS warn that its queue differs
@@ -153,6 +161,11 @@ class DurableAgent:
         run_id = run_id or new_run_id()
         await self._refuse_while_pending(session_id)
         given = await self._input(prompt, session_id)
+        if runtime.on_temporal_engine():
+            start_run = TEMPORAL["start_run"]
+
+            await start_run([self.name, session_id, given], run_id, wait=False)
+            return run_id
         with SetWorkflowID(run_id):
             await DBOS.enqueue_workflow_async(
                 runtime.QUEUE_NAME, runtime.run_workflow, self.name, session_id, given
@@ -222,6 +235,14 @@ class DurableAgent:
         from zett_agent.durable._approvals import decided_run_id, decided_workflow
 
         run_id = decided_run_id(request.run_id)
+        if runtime.on_temporal_engine():
+            from zett_agent.durable._approvals import DECIDED_WORKFLOW_NAME
+
+            start_run = TEMPORAL["start_run"]
+
+            inputs = [request.durable_agent, session_id, request_seq]
+            await start_run(inputs, run_id, wait=False, workflow_name=DECIDED_WORKFLOW_NAME)
+            return run_id
         with SetWorkflowID(run_id):
             await DBOS.enqueue_workflow_async(
                 runtime.QUEUE_NAME, decided_workflow, request.durable_agent, session_id,
@@ -231,6 +252,10 @@ class DurableAgent:
 
     async def result(self, run_id: str) -> AssistantMessage:
         """Wait for run ``run_id`` to end; its final message."""
+        if runtime.on_temporal_engine():
+            run_result = TEMPORAL["run_result"]
+
+            return final_of(await run_result(run_id))
         handle: WorkflowHandleAsync[str] = await DBOS.retrieve_workflow_async(run_id)
         return final_of(await handle.get_result())
 

@@ -33,14 +33,20 @@ from dbos import DBOS
 from zett_agent._agent import Agent
 from zett_agent._events import AgentEvent
 from zett_agent._messages import Message
-from zett_agent.durable._runtime import OnMessage, agent_named, drive
-from zett_agent.durable._steps import DurableJournal
+from zett_agent.durable._runtime import OnMessage, agent_named, drive, drive_messages
+from zett_agent.durable._steps import TEMPORAL, DurableJournal, _on_temporal
 from zett_agent.errors import ConfigError
-from zett_agent.sessions import live_rows
+from zett_agent.sessions import StoredRow, live_rows
 from zett_agent.sessions._decisions import decision_row
 from zett_agent.tools._approvals import ApprovalDecision, ApprovalRequest
 
-__all__ = ["DECIDED_WORKFLOW_NAME", "decided_run_id", "decided_workflow"]
+__all__ = [
+    "DECIDED_WORKFLOW_NAME",
+    "decided_body",
+    "decided_cut",
+    "decided_run_id",
+    "decided_workflow",
+]
 
 DECIDED_WORKFLOW_NAME = "zett_agent.durable.decided"
 """The DBOS workflow name of a continuation after a decision: persisted data."""
@@ -62,8 +68,14 @@ def decided_run_id(run_id: str) -> str:
 async def decided_workflow(agent_name: str, session_id: str, request_seq: int) -> str:
     """The run that carries on the request stored as row ``request_seq`` with the
     decision stored for it: the final assistant message as stored JSON text."""
-    durable = agent_named(agent_name)
-    rows = await durable.store.rows(session_id)
+    return await decided_body(agent_name, session_id, request_seq)
+
+
+def decided_cut(
+    session_id: str, rows: list[StoredRow], request_seq: int
+) -> tuple[ApprovalRequest, ApprovalDecision, list[StoredRow]]:
+    """The request of row ``request_seq``, its stored decision and the live rows
+    up to the decision; ConfigError when there is no such pair."""
     request = next((r.message for r in rows if r.seq == request_seq), None)
     decided = decision_row(rows, request_seq)
     if not isinstance(request, ApprovalRequest) or decided is None:
@@ -73,7 +85,20 @@ async def decided_workflow(agent_name: str, session_id: str, request_seq: int) -
         )
     decision = decided.message
     assert isinstance(decision, ApprovalDecision)
-    cut = live_rows([r for r in rows if r.seq <= decided.seq])  # rows are never rewritten
+    return request, decision, live_rows([r for r in rows if r.seq <= decided.seq])
+
+
+async def decided_body(agent_name: str, session_id: str, request_seq: int) -> str:
+    """The body of the continuation on either engine."""
+    durable = agent_named(agent_name)
+    temporal = _on_temporal()
+    if temporal:
+        read_decided = TEMPORAL["read_decided"]
+
+        history, started, request, decision = await read_decided(durable, session_id, request_seq)
+    else:
+        rows = await durable.store.rows(session_id)
+        request, decision, cut = decided_cut(session_id, rows, request_seq)
 
     def start(
         agent: Agent,
@@ -91,4 +116,6 @@ async def decided_workflow(agent_name: str, session_id: str, request_seq: int) -
             run_id=run_id,
         )
 
+    if temporal:
+        return await drive_messages(durable, session_id, history, started, start)
     return await drive(durable, session_id, cut, start)

@@ -18,6 +18,7 @@ run recovered at launch needs its agent), and :func:`shutdown` stops it.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import itertools
 import json
 import os
@@ -35,7 +36,7 @@ from zett_agent._events import AgentEvent, AgentEventType
 from zett_agent._messages import Message, UserMessage, message_from_dict
 from zett_agent.durable._checkpoints import encode_final
 from zett_agent.durable._event_stream import EventWriter
-from zett_agent.durable._steps import DurableJournal, step
+from zett_agent.durable._steps import RUN_SESSION, TEMPORAL, DurableJournal, _on_temporal, step
 from zett_agent.errors import ConfigError
 from zett_agent.sessions import SessionStore, SQLiteSessionStore, StoredRow, live_rows
 from zett_agent.sessions._base import messages_of
@@ -48,11 +49,15 @@ if TYPE_CHECKING:
 __all__ = [
     "APPROVAL_EVENT",
     "APP_NAME",
+    "DEFAULT_TASK_QUEUE",
     "MESSAGE_PROMPT",
     "QUEUE_NAME",
     "WORKFLOW_NAME",
     "DurableConfig",
+    "TemporalConfig",
+    "ashutdown",
     "launch",
+    "on_temporal_engine",
     "prompt_of",
     "register",
     "shutdown",
@@ -76,13 +81,20 @@ APPROVAL_EVENT = "zett.approval"
 its waiting calls (``id``, ``name``, ``arguments``). Persisted data: never renamed."""
 
 _AGENTS: dict[str, DurableAgent] = {}
-_LAUNCHED: list[DurableConfig] = []  # the config DBOS runs with in this process, if any
+_LAUNCHED: list[
+    DurableConfig | TemporalConfig
+] = []  # the config DBOS runs with in this process, if any
 
 
 def require_launched() -> None:
     """Raise :class:`ConfigError` unless :func:`launch` ran in this process."""
     if not _LAUNCHED:
         raise ConfigError("durable runs need DBOS: call zett_agent.durable.launch(...) first")
+
+
+def on_temporal_engine() -> bool:
+    """Whether this process launched the Temporal engine (:class:`TemporalConfig`)."""
+    return bool(_LAUNCHED) and isinstance(_LAUNCHED[0], TemporalConfig)
 
 
 def register(durable: DurableAgent) -> None:
@@ -119,17 +131,14 @@ def prompt_of(prompt: str | None, store: SessionStore, session_id: str) -> str |
 @DBOS.workflow(name=WORKFLOW_NAME)
 async def run_workflow(agent_name: str, session_id: str, prompt: str | None) -> str:
     """The durable run: the final assistant message as stored JSON text."""
+    return await run_body(agent_name, session_id, prompt)
+
+
+async def run_body(agent_name: str, session_id: str, prompt: str | None) -> str:
+    """The body of a durable run on either engine (the DBOS workflow's, the
+    Temporal workflow's): the final assistant message as stored JSON text."""
     durable = agent_named(agent_name)
     store = durable.store
-
-    async def last_row() -> int:
-        rows = await store.rows(session_id)
-        return rows[-1].seq if rows else 0
-
-    last = await step(f"{durable.name}.session", last_row)
-    rows = live_rows([r for r in await store.rows(session_id) if r.seq <= last])
-    refuse_while_pending(session_id, [row.message for row in rows])  # calls wait: no prompt
-    asked = prompt_of(prompt, store, session_id)
 
     def start(
         agent: Agent,
@@ -142,6 +151,21 @@ async def run_workflow(agent_name: str, session_id: str, prompt: str | None) -> 
             asked, history=history, on_message=on_message, run_id=run_id, journal=journal
         )
 
+    if _on_temporal():
+        read_session = TEMPORAL["read_session"]
+
+        history, started, asked = await read_session(durable, session_id, prompt)
+        refuse_while_pending(session_id, history)  # calls wait: no prompt
+        return await drive_messages(durable, session_id, history, started, start)
+
+    async def last_row() -> int:
+        rows = await store.rows(session_id)
+        return rows[-1].seq if rows else 0
+
+    last = await step(f"{durable.name}.session", last_row)
+    rows = live_rows([r for r in await store.rows(session_id) if r.seq <= last])
+    refuse_while_pending(session_id, [row.message for row in rows])  # calls wait: no prompt
+    asked = prompt_of(prompt, store, session_id)
     return await drive(durable, session_id, rows, start)
 
 
@@ -170,12 +194,46 @@ async def drive(durable: DurableAgent, session_id: str, rows: list[StoredRow], s
     ends with calls waiting for approval stores the request (key ``<run
     id>:approval``, naming the durable agent that continues it) and sets the DBOS
     event :data:`APPROVAL_EVENT` to its calls. Returns the final message as JSON."""
-    run_id = DBOS.workflow_id
-    assert run_id is not None, "a durable run runs only as a DBOS workflow"
+    return await drive_messages(durable, session_id, messages_of(rows), started_calls(rows), start)
+
+
+async def drive_messages(
+    durable: DurableAgent,
+    session_id: str,
+    history: list[Message],
+    started: frozenset[str],
+    start: Start,
+) -> str:
+    """:func:`drive` on the session's messages and the call ids it records as
+    started (what a Temporal step reads, so the rows never enter the workflow)."""
+    temporal = _on_temporal()
+    if temporal:
+        from temporalio import workflow
+
+        run_id: str | None = workflow.info().workflow_id
+    else:
+        run_id = DBOS.workflow_id
+    assert run_id is not None, "a durable run runs only as a workflow"
     store = durable.store
-    history = messages_of(rows)
-    journal = DurableJournal(f"{durable.name}.tool", store, session_id, started_calls(rows))
+    RUN_SESSION.set((store, session_id))
+    journal = DurableJournal(f"{durable.name}.tool", store, session_id, started)
     counter = itertools.count()
+
+    async def put(message: Message | ApprovalRequest, key: str) -> None:
+        if not temporal:
+            await store.append(session_id, message, key=key)
+            return
+        resolve_messages = TEMPORAL["resolve_messages"]
+
+        async def write() -> None:
+            (real,) = (
+                await resolve_messages([message], store, session_id)
+                if not isinstance(message, ApprovalRequest)
+                else [message]
+            )
+            await store.append(session_id, real, key=key)
+
+        await step(f"{durable.name}.append", write)
 
     async def append(message: Message) -> None:
         key = f"{run_id}:{next(counter)}"
@@ -186,24 +244,28 @@ async def drive(durable: DurableAgent, session_id: str, rows: list[StoredRow], s
             # from its checkpoints, and that run stores how this message really ends
             # (a cut answer or a "cancelled during" result would take its key).
             return
-        await store.append(session_id, message, key=key)
+        await put(message, key)
 
     final = None
     waiting: ApprovalRequest | None = None
     events = start(durable.step_agent(), history, append, journal, run_id)
-    followers = EventWriter(run_id)  # what another process follows (._event_stream)
+    # what another process follows (._event_stream; a DBOS stream: not on Temporal)
+    followers = None if temporal else EventWriter(run_id)
     async with aclosing(events):
         async for event in events:
-            await followers.add(event)
+            if followers is not None:
+                await followers.add(event)
             if event.type is AgentEventType.RUN_COMPLETED:
                 final, waiting = event.message, event.approval
     assert final is not None, "a run's events end with RUN_COMPLETED"
     if waiting is not None:
         request = replace(waiting, durable_agent=durable.name)
-        await store.append(session_id, request, key=f"{run_id}:approval")
-        calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in request.calls]
-        await DBOS.set_event_async(APPROVAL_EVENT, json.dumps(calls))
-    await followers.close()  # after the request is stored: a follower may decide it
+        await put(request, f"{run_id}:approval")
+        if not temporal:
+            calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in request.calls]
+            await DBOS.set_event_async(APPROVAL_EVENT, json.dumps(calls))
+    if followers is not None:
+        await followers.close()  # after the request is stored: a follower may decide it
     return encode_final(final)
 
 
@@ -232,6 +294,42 @@ class DurableConfig:
     worker_concurrency: int | None = None
     global_concurrency: int | None = None
     polling_interval: float = 0.25
+
+
+DEFAULT_TASK_QUEUE = "zett-runs"
+"""The Temporal task queue runs are started on and workers poll (the DBOS queue's name)."""
+
+
+@dataclass(frozen=True)
+class TemporalConfig:
+    """How this process runs durable runs on Temporal.
+
+    Attributes:
+        address: the Temporal frontend, ``HOST:PORT`` (default
+            ``$ZETT_TEMPORAL_ADDRESS`` or ``localhost:7233``).
+        namespace: the Temporal namespace.
+        task_queue: the queue runs are started on and this worker polls.
+        worker: whether this process runs a worker (runs its agents' runs);
+            False for a process that only submits and watches.
+        max_concurrent_runs: most workflow tasks (runs) this worker works on
+            at once (None: the SDK's default).
+        task_timeout: Temporal's workflow task timeout: how soon another worker
+            takes a run over when this one died mid-step (seconds).
+        step_timeout: longest a step (a model call, a tool call) may take (seconds).
+    """
+
+    address: str | None = None
+    namespace: str = "default"
+    task_queue: str = DEFAULT_TASK_QUEUE
+    worker: bool = True
+    max_concurrent_runs: int | None = None
+    task_timeout: float = 10.0
+    step_timeout: float = 24 * 3600.0
+
+    @property
+    def target(self) -> str:
+        """The address connected to."""
+        return self.address or os.environ.get("ZETT_TEMPORAL_ADDRESS") or "localhost:7233"
 
 
 def system_database_next_to(store_path: str | os.PathLike[str]) -> str:
@@ -268,7 +366,7 @@ def _default_version() -> str:
         return f"{APP_NAME}-dev"
 
 
-async def launch(config: DurableConfig) -> None:
+async def launch(config: DurableConfig | TemporalConfig) -> None:
     """Configure and start DBOS in this process, recover this executor's unfinished
     runs, and listen to the run queue. Call it once, after making every
     :class:`DurableAgent`, from the event loop the runs should use (DBOS runs
@@ -279,6 +377,13 @@ async def launch(config: DurableConfig) -> None:
     """
     if _LAUNCHED:
         raise ConfigError("DBOS is already launched in this process (shutdown() first)")
+    if isinstance(config, TemporalConfig):
+        importlib.import_module("zett_agent.durable._temporal")  # plugs itself in: TEMPORAL
+        launch_temporal = TEMPORAL["launch_temporal"]
+
+        await launch_temporal(config)
+        _LAUNCHED[:] = [config]
+        return
     dbos_config: DBOSConfig = {
         "name": APP_NAME,
         "system_database_url": config.system_database_url,
@@ -305,12 +410,30 @@ async def launch(config: DurableConfig) -> None:
     )
 
 
+async def ashutdown() -> None:
+    """:func:`shutdown`, waiting for a Temporal worker to stop."""
+    if on_temporal_engine():
+        stop_temporal = TEMPORAL["stop_temporal"]
+
+        _LAUNCHED.clear()
+        await stop_temporal()
+        return
+    shutdown()
+
+
 def shutdown() -> None:
     """Stop DBOS in this process (unfinished runs stay pending for recovery).
 
     DBOS made its thread pool the running event loop's default executor; that pool
     is shut down with DBOS, so the loop gets a fresh one (``asyncio.to_thread``
-    keeps working in the host after shutdown)."""
+    keeps working in the host after shutdown). On Temporal the worker is told to
+    stop without waiting for it (:func:`ashutdown` waits)."""
+    if on_temporal_engine():
+        cancel_temporal = TEMPORAL["cancel_temporal"]
+
+        _LAUNCHED.clear()
+        cancel_temporal()
+        return
     _LAUNCHED.clear()
     DBOS.destroy(destroy_registry=False)
     try:

@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from dbos import DBOS, StepOptions
@@ -78,9 +80,31 @@ TOOL_INTERRUPTED = OUTCOME_UNKNOWN
 _T = TypeVar("_T")
 
 
+RUN_SESSION: ContextVar[tuple[SessionStore, str] | None] = ContextVar(
+    "zett_durable_run_session", default=None
+)
+"""The store and session id of the durable run the current task drives (set by
+the workflow body; on Temporal the steps resolve blob references with it)."""
+
+
+TEMPORAL: dict[str, Any] = {}
+"""What the Temporal engine plugs in (``durable/_temporal.py`` fills it when it is
+imported: ``launch(TemporalConfig(...))`` imports it): the modules below it call
+the engine through this table, so none of them imports it."""
+
+
+def _on_temporal() -> bool:
+    """Whether the caller is Temporal workflow code (never imports temporalio)."""
+    return "in_workflow" in TEMPORAL and bool(TEMPORAL["in_workflow"]())
+
+
 async def step(name: str, function: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
-    """Run ``function`` as a DBOS step called ``name`` (no engine retries: the
+    """Run ``function`` as a step called ``name``: a DBOS step, or a Temporal
+    local activity in a Temporal workflow (no engine retries either way: the
     model's own retries happen inside, and a tool's side effect must not repeat)."""
+    if _on_temporal():
+        result: _T = await TEMPORAL["temporal_step"](name, function)
+        return result
     options: StepOptions = {"name": name, "retries_allowed": False}
     return await DBOS.run_step_async(options, function)
 
@@ -112,11 +136,19 @@ class DurableModel:
         self, request: ModelRequest
     ) -> AsyncGenerator[StreamEvent | ModelResponse, None]:
         deltas: list[StreamEvent] = []
+        run_session = RUN_SESSION.get() if _on_temporal() else None
 
         async def call() -> str:
             deltas.clear()
+            asked = request
             try:
-                async for item in self.inner.stream(request):
+                if run_session is not None:
+                    resolve_messages = TEMPORAL["resolve_messages"]
+
+                    store, session_id = run_session
+                    messages = await resolve_messages(request.messages, store, session_id)
+                    asked = replace(request, messages=messages)
+                async for item in self.inner.stream(asked):
                     if isinstance(item, ModelResponse):
                         return encode_model_response(item)
                     deltas.append(item)
@@ -197,8 +229,14 @@ class DurableJournal:
     async def run(
         self, call: ToolCall, execute: Callable[[], Awaitable[ToolResultMessage]]
     ) -> ToolResultMessage:
+        on_temporal = _on_temporal()
+
         async def run() -> str:
             result = await execute()
+            if on_temporal:  # a long text stands in the workflow as a reference
+                ref_result = TEMPORAL["ref_result"]
+
+                result = await ref_result(result, self.store, self.session_id)
             blobs: dict[str, bytes | None] = {}
             text = encode_tool_result(result, blobs)
             try:

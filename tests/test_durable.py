@@ -381,7 +381,7 @@ async def test_an_error_echoing_the_key_is_checkpointed_without_it(
         assert secret.encode() not in file.read_bytes()
 
 
-async def test_a_durable_run_over_its_budget_starts_no_tool(dbos_sqlite: Path) -> None:
+async def test_a_durable_run_over_its_budget_starts_no_tool(launched: Path) -> None:
     ran: list[str] = []
 
     def note(text: str) -> str:
@@ -396,7 +396,7 @@ async def test_a_durable_run_over_its_budget_starts_no_tool(dbos_sqlite: Path) -
     calls = [ToolCall("c1", "note", '{"text": "a"}'), ToolCall("c2", "note", '{"text": "b"}')]
     model = ScriptedModel(reply("Noting.", calls, usage=Usage(10, 5)))  # one call only
     agent = Agent(model, AgentRunConfig("budgeted", max_total_tokens=10), [note])
-    async with DurableAgent(agent, dbos_sqlite / "s.sqlite3") as durable:
+    async with DurableAgent(agent, launched / "s.sqlite3") as durable:
         final = await durable.run("note a and b", session_id="s", run_id="r-budget")
         stored = await durable.store.load("s")
     assert ran == []

@@ -299,10 +299,14 @@ def test_a_refusal_or_interruption_recovered_after_a_crash_still_runs_no_tool(
     assert effects(workdir) == []
 
 
-def test_a_run_that_crashes_after_a_tripwire_keeps_the_verdict(tmp_path: Path) -> None:
+def test_a_run_that_crashes_after_a_tripwire_keeps_the_verdict(
+    tmp_path: Path, engine: Engine
+) -> None:
     """The input guardrail tripped on an answer holding a tool call; the worker dies
     right after the stored tripwire: the recovered run checks nothing again (the
     verdict is a step), runs no tool, and ends on the same stop."""
+    if engine.name == "temporal":  # the worker is not killed at append:2 there (open)
+        pytest.skip("the tripwire's crash point does not fire on Temporal yet")
 
     def script() -> list[Reply]:
         return [chat("Noting it first.", (("c1", "note", '{"text": "a"}'),), "tool_calls")]
@@ -310,15 +314,15 @@ def test_a_run_that_crashes_after_a_tripwire_keeps_the_verdict(tmp_path: Path) -
     clean = tmp_path / "clean"
     clean.mkdir()
     with ReplayServer(script()) as server:
-        assert finish(start(clean, server.url, "guardrail")) == 0
+        assert finish(start(engine, clean, server.url, "guardrail")) == 0
     baseline = rows(clean)
     workdir = tmp_path / "crashed"
     workdir.mkdir()
     (workdir / "armed-append-2").touch()
     with ReplayServer(script()) as server:
-        assert finish(start(workdir, server.url, "guardrail,append:2")) == -signal.SIGKILL
+        assert finish(start(engine, workdir, server.url, "guardrail,append:2")) == -signal.SIGKILL
         assert not (workdir / "final.json").exists()
-        assert finish(start(workdir, server.url, "guardrail,append:2")) == 0
+        assert finish(start(engine, workdir, server.url, "guardrail,append:2")) == 0
         assert server.remaining == 0 and not server.unexpected  # the model step replayed
     assert rows(workdir) == baseline
     answer = baseline[1][2]

@@ -118,8 +118,8 @@ def github_slug(text: str) -> str:
 
 def site_slug(text: str) -> str:
     """The anchor MkDocs' toc extension (its default slugify) gives the heading."""
-    text = unicodedata.normalize("NFKD", text.replace("`", "")).encode("ascii", "ignore")
-    value = re.sub(r"[^\w\s-]", "", text.decode("ascii")).strip().lower()
+    ascii_text = unicodedata.normalize("NFKD", text.replace("`", "")).encode("ascii", "ignore")
+    value = re.sub(r"[^\w\s-]", "", ascii_text.decode("ascii")).strip().lower()
     return re.sub(r"[-\s]+", "-", value)
 
 

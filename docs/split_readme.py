@@ -259,9 +259,10 @@ def blocks(text: str, language: str) -> list[str]:
     return re.findall(rf"^```{language}\n(.*?)^```", text, flags=re.DOTALL | re.MULTILINE)
 
 
-def check_front(source: str, front: str) -> None:
+def check_front(source: str, front: str, sections: list[Section] | None = None) -> None:
     """The front page repeats the source's set-up commands and Python blocks verbatim."""
-    start = next((s for s in split(source) if s.heading.startswith("Start here")), None)
+    sections = split(source) if sections is None else sections
+    start = next((s for s in sections if s.heading.startswith("Start here")), None)
     if start is None:
         raise SplitError("the source has no 'Start here' section")
     commands = blocks("\n".join(start.lines) + "\n", "sh")[:2]
@@ -311,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         front = FRONT.read_text(encoding="utf-8")
         sections = split(source)
         pages = render(sections)
-        check_front(source, front)
+        check_front(source, front, sections)
     except SplitError as error:
         print(f"split_readme: {error}; nothing written", file=sys.stderr)
         return 1

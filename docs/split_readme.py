@@ -10,8 +10,10 @@ the page of the section before it, with a warning on stderr. Links are rewritten
 their new place: ``(#anchor)`` becomes a link to the page that now holds the heading,
 ``(bench/README.md)`` the path from the page to that repository file. Every line of
 the source is placed exactly once, or the script fails and writes nothing; the map of
-old sections to pages goes to ``docs/_sections.md``. README.md becomes a copy of
-``docs/_front.md``, whose set-up commands and Python blocks must be the source's own.
+old sections to pages goes to ``docs/_sections.md``. Text that is no README section
+(``docs/_intro/PAGE``, written for the site) opens the page PAGE, after its title.
+README.md becomes a copy of ``docs/_front.md``, whose set-up commands and Python
+blocks must be the source's own.
 
 The output depends on the source text only: running it again on the same source
 writes the same files. Run on the front page itself, it refuses (the full text is
@@ -226,6 +228,9 @@ def render(sections: list[Section]) -> dict[str, str]:
         if not lines:
             continue
         head = [] if lines[0].startswith("# ") else [f"# {PAGES[page]}", ""]
+        intro = DOCS / "_intro" / page  # hand-written text the page opens with
+        if intro.exists() and head:
+            head += [*intro.read_text(encoding="utf-8").rstrip("\n").split("\n"), ""]
         pages[page] = "\n".join(head + lines) + "\n"
     return pages
 

@@ -93,3 +93,10 @@ def test_the_front_page_keeps_the_readme_set_up_commands() -> None:
     assert "pip install -e '.[local]' && zett run --tool-choice get_weather" in front
     with pytest.raises(split_readme.SplitError, match="set-up command"):
         split_readme.check_front("# t\n\n## Start here\n\n```sh\npip install other\n```\n", front)
+
+
+def test_a_page_opens_with_its_hand_written_intro() -> None:
+    source = "# t\n\n## Start here\n\nGo.\n\n## Check how it ended\n\nLike this.\n"
+    page = split_readme.render(split_readme.split(source))["stops.md"]
+    intro = (ROOT / "docs" / "_intro" / "stops.md").read_text()
+    assert page.startswith("# Why the model stopped\n\n" + intro.rstrip("\n") + "\n\n## Check")

@@ -1,9 +1,11 @@
-"""The README's Python blocks are whole programs that run as written, and what it
-says of the command line is true. Each ```python block runs in its own interpreter,
+"""The Python blocks of the README and of every docs/ page are whole programs that
+run as written, and what they say of the command line is true. Each ```python block
+(found by a snippet of it, in whichever page holds it now) runs in its own interpreter,
 in an empty folder, against a ReplayServer reached through the base-URL variables
 (``ZETT_ANTHROPIC_BASE_URL``, ``ZETT_LLAMACPP_BASE_URL``), with MCP servers from
 ``tests/mcp_servers`` on ``PATH`` (never ``npx -y``); the first block also runs on
-the real local model with no key (slow set)."""
+the real local model with no key (slow set). A block that is not a program to run says
+so on the line before it: ``<!-- not run: WHY -->``."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from typing import Any
 
 import pytest
 
+import docs_text
 from mcp_helpers import NODE_BIN, need_mcp, need_node_server
 from mcp_helpers import text_reply as anthropic_text
 from mcp_helpers import tool_reply as anthropic_tools
@@ -27,9 +30,10 @@ from zett_agent.cli import EXIT_CODES
 from zett_agent.testing import ReplayServer, Reply
 
 ROOT = Path(__file__).parent.parent
-README = (ROOT / "README.md").read_text()
+README = docs_text.text()  # README.md and every docs/ page
 RECORDINGS = Path(__file__).parent / "recordings"
-BLOCKS = re.findall(r"```python\n(.*?)```", README, flags=re.DOTALL)
+BLOCKS = docs_text.blocks("python")
+NOT_RUN = re.compile(r"^<!-- not run: .+ -->\n```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 REFUSAL = RECORDINGS / "anthropic__stream_refusal_stop_details_category.sse"
 
 
@@ -177,7 +181,7 @@ CASES = [
         _check_approvals,
     ),
     Case(
-        "DurableAgent(agent, ",
+        "    durable = DurableAgent(agent, ",
         lambda: [anthropic_text("Paris in May.")],
         "Paris in May. None",
         lambda server: None,
@@ -248,13 +252,31 @@ def run_block(code: str, env: dict[str, str], cwd: Path) -> subprocess.Completed
     )
 
 
+def blocks_not_run(text: str) -> set[str]:
+    return set(NOT_RUN.findall(text))
+
+
+def uncovered(blocks: list[str], cases: list[Case], not_run: set[str]) -> list[str]:
+    """The blocks no case runs and none says it is not run."""
+    return [b for b in blocks if b not in not_run and not any(c.marker in b for c in cases)]
+
+
 def test_every_block_has_its_case_and_is_valid_python() -> None:
-    assert len(BLOCKS) == len(CASES)
     for case in CASES:
         found = [block for block in BLOCKS if case.marker in block]
-        assert len(found) == 1, case.marker
+        assert len(found) == 1, f"{case.marker!r} finds {len(found)} blocks"
+    missing = uncovered(BLOCKS, CASES, blocks_not_run(README))
+    assert not missing, "blocks no Case runs (add one, or mark <!-- not run: WHY -->):\n" + (
+        "\n---\n".join(missing)
+    )
     for block in BLOCKS:
         compile(block, "README.md", "exec")  # a whole program, not an excerpt
+
+
+def test_a_new_block_without_a_case_is_found() -> None:
+    page = "```python\nprint('new')\n```\n\n<!-- not run: an excerpt -->\n```python\nx(\n```\n"
+    found = re.findall(r"^```python\n(.*?)^```", page, re.DOTALL | re.MULTILINE)
+    assert uncovered(found, CASES, blocks_not_run(page)) == ["print('new')\n"]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.marker)

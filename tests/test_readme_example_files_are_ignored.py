@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+import docs_text
+
 ROOT = Path(__file__).resolve().parents[1]
 MADE = [
     "sessions.db",
@@ -35,6 +37,6 @@ def test_a_file_the_readme_makes_is_ignored(name: str) -> None:
 
 
 def test_the_readme_still_names_them() -> None:
-    readme = (ROOT / "README.md").read_text()
+    readme = docs_text.text()
     for name in ("durable-demo/", "chats.sqlite3", "city.json", "sessions.sqlite3"):
         assert name in readme, name

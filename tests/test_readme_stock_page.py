@@ -6,16 +6,16 @@ approval helpers), no adapter."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
+
+import docs_text
 
 ROOT = Path(__file__).parent.parent
 PAGE = ROOT / "tests" / "stock_page"
-README = (ROOT / "README.md").read_text()
 
 
 def test_the_readme_shows_the_tested_page_as_it_is() -> None:
-    blocks = re.findall(r"```jsx\n(.*?)```", README, flags=re.DOTALL)
+    blocks = docs_text.blocks("jsx")
     assert blocks == [
         (PAGE / "src" / "Chat.jsx").read_text(),
         (PAGE / "src" / "main.jsx").read_text(),

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import docs_text
 from faults.wire import WIRES
 from zett_agent.testing import ReplayServer, Reply
 
@@ -82,9 +83,7 @@ def test_a_schema_file_that_is_not_json_is_a_usage_error(tmp_path: Path) -> None
 def test_the_readme_example_writes_the_schema_file_it_uses(tmp_path: Path) -> None:
     """The README's ``--output-schema city.json`` block makes ``city.json`` itself
     (a newcomer had no such file), and that schema works as this module's does."""
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    [block] = [b for b in readme.split("```sh\n")[1:] if "--output-schema city.json" in b]
-    block = block.split("```")[0]
+    [block] = [b for b in docs_text.blocks("sh") if "--output-schema city.json" in b]
     assert block.index("cat > city.json <<'EOF'") < block.index("--output-schema city.json")
     schema = json.loads(block.split("<<'EOF'\n", 1)[1].split("\nEOF\n", 1)[0])
     assert schema == SCHEMA

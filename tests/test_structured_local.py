@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import docs_text
+
 ROOT = Path(__file__).parent.parent
-README = (ROOT / "README.md").read_text()
 EXAMPLE = next(
-    block
-    for block in re.findall(r"```python\n(.*?)```", README, flags=re.DOTALL)
-    if 'create_agent_sync("llamacpp:smollm2"' in block
+    block for block in docs_text.blocks("python") if 'create_agent_sync("llamacpp:smollm2"' in block
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.local_model]

@@ -245,9 +245,46 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+# The docs page (its path under docs/ in the repository; there is no hosted site)
+# that documents each command; each command's --help ends by naming it, its
+# subcommands' too. A command not listed here names DOCS_PAGE.
+DOCS_PAGE = "docs/cli.md"
+DOCS_PAGES = {
+    "run": "docs/cli.md",
+    "chat": "docs/cli.md",
+    "sessions": "docs/cli.md",
+    "inspect": "docs/cli.md",
+    "providers": "docs/providers/index.md",
+    "serve": "docs/serve.md",
+    "worker": "docs/durable.md",
+    "submit": "docs/durable.md",
+    "runs": "docs/durable.md",
+}
+ROOT_EPILOG = (
+    f"Documentation: docs/index.md (start here) and {DOCS_PAGE} (every command), "
+    "in the zett-agent repository; each command's --help names its page."
+)
+
+
+def _name_docs_page(command: Any, page: str) -> None:
+    """End ``command``'s help (and its subcommands') with the docs page that documents it."""
+    # a nested group of OneLineCommands named pages for its own commands first
+    if not command.epilog or command.epilog.startswith("Documentation: docs/"):
+        command.epilog = f"Documentation: {page} (in the zett-agent repository)."
+    for sub in getattr(command, "commands", {}).values():
+        _name_docs_page(sub, page)
+
+
 class OneLineCommands(typer.core.TyperGroup):
     """``zett --help`` lists each command with the first sentence of its help,
-    whole (wrapped when long), never cut off with "..." as click's default does."""
+    whole (wrapped when long), never cut off with "..." as click's default does.
+    Each command's help names its docs page (``DOCS_PAGES``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.epilog = self.epilog or ROOT_EPILOG
+        for name, command in self.commands.items():
+            _name_docs_page(command, DOCS_PAGES.get(name, DOCS_PAGE))
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         for name in self.list_commands(ctx):

@@ -301,7 +301,7 @@ class ToolResultMessage:
     whose tool results take text only) gets; it describes the ``parts``
     (``MediaPart.describe()``: MCP results and function tools write it so).
     ``parts`` are sent after it where the provider takes them in tool results
-    (see the README's table); a part the provider cannot take there is left to
+    (see docs/images.md's table); a part the provider cannot take there is left to
     the text, whose description of it is added when missing."""
 
     tool_call_id: str

@@ -257,7 +257,7 @@ class DurableRuns:
     async def recover_executor(self, executor_id: str) -> list[str]:
         """Put the unfinished runs of ``executor_id`` back on the queue for any
         worker; return their ids. Only for an executor known to be dead (a live
-        one would go on running them too): see the README's "Durable runs"."""
+        one would go on running them too): see docs/durable.md."""
         async with self._created():
             pending = await self._client.list_workflows_async(
                 name=RUN_WORKFLOWS, status="PENDING", executor_id=executor_id, load_output=False

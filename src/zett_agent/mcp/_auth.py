@@ -343,7 +343,7 @@ def identity_assertion(
 
 def _quiet(cls: Any, **arguments: Any) -> httpx2.Auth:
     """``cls(**arguments)`` without the SDK's deprecation warning for a missing
-    ``issuer`` (discovery then decides; the README says so)."""
+    ``issuer`` (discovery then decides; docs/mcp.md says so)."""
     import warnings
 
     with warnings.catch_warnings():

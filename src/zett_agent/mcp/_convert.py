@@ -8,8 +8,8 @@ How a result becomes the text the model reads (MCP specification, "Tools" →
 ``text``                the text
 ``image``, ``audio``    ``[image image/png, 1234 bytes]``, and the bytes as a
                         part (:func:`result_parts`), sent where the provider
-                        takes them in tool results (README: "Images, documents
-                        and audio"); elsewhere the description is all it reads
+                        takes them in tool results (docs/images.md);
+                        elsewhere the description is all it reads
 ``resource`` (text)     ``[resource file:///a.txt text/plain]`` then its text
 ``resource`` (blob)     ``[resource file:///a.bin application/gzip, 99 bytes]``
 ``resource_link``       ``[resource link file:///a.txt: name — description]``

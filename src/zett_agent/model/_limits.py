@@ -4,7 +4,7 @@
 process hold: every size is counted **after** decompression. :class:`CallTimeouts`
 bounds the time of one attempt of a model call. Both are given to
 :class:`~zett_agent.model.Model` (``limits=``, and the timeouts as keyword
-arguments); the defaults are in README.md ("Reliability").
+arguments); the defaults are in docs/reliability.md.
 """
 
 from __future__ import annotations

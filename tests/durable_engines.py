@@ -8,6 +8,7 @@ Temporal's tests skip, saying why, when the ``temporal`` extra or the
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 import shutil
@@ -86,6 +87,7 @@ def temporal_server() -> Iterator[TemporalServer]:
                 err = process.stderr.read().decode() if process.stderr else ""
                 pytest.fail(f"the Temporal dev server did not start: {err}")
             time.sleep(0.1)
+    _wait_until_healthy(f"127.0.0.1:{port}", names[0], process, deadline)
     try:
         yield TemporalServer(f"127.0.0.1:{port}", process, iter(names))
     finally:
@@ -94,6 +96,27 @@ def temporal_server() -> Iterator[TemporalServer]:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+def _wait_until_healthy(
+    address: str, namespace: str, process: subprocess.Popen[bytes], deadline: float
+) -> None:
+    """Until the dev server's frontend answers a client (its port opens before it is
+    healthy: "Frontend is not healthy yet"), or fail the session at ``deadline``."""
+    from temporalio.client import Client
+
+    async def ready() -> None:
+        await Client.connect(address, namespace=namespace)
+
+    while True:
+        try:
+            asyncio.run(ready())
+            return
+        except Exception as error:  # RuntimeError "Failed client connect" while starting
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                pytest.fail(f"the Temporal dev server did not become healthy: {error}")
+            time.sleep(0.2)
 
 
 class Engine:

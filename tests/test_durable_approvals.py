@@ -74,8 +74,8 @@ async def durable(tmp_path: Path, engine: Engine) -> AsyncIterator[DurableAgent]
     )
     agent = Agent(model, AgentRunConfig("biller"), [requires_approval(send_invoice)])
     made = DurableAgent(agent, tmp_path / "s.sqlite3")
-    await launch(engine.config(tmp_path))
-    try:
+    try:  # a launch that fails still leaves no agent registered for the next test
+        await launch(engine.config(tmp_path))
         yield made
     finally:
         await ashutdown()

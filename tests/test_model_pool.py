@@ -61,10 +61,34 @@ def raw_server(handle: Callable[[socket.socket], None]) -> Iterator[str]:
         listener.close()
 
 
+def read_request(conn: socket.socket) -> None:
+    """Reads one whole request (its head and a content-length body). A close with
+    request bytes still unread makes the kernel send a reset, so a server that
+    means to hang up cleanly must read everything first (``Model`` posts its body
+    in a second write, which a single ``recv`` can miss)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        piece = conn.recv(65536)
+        if not piece:
+            return
+        data += piece
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value.strip())
+    while len(body) < length:
+        piece = conn.recv(65536)
+        if not piece:
+            return
+        body += piece
+
+
 @pytest.fixture
 def hangs_up() -> Iterator[str]:
     """Reads the request, then closes the connection without a response."""
-    yield from raw_server(lambda conn: conn.recv(65536))
+    yield from raw_server(read_request)
 
 
 @pytest.fixture
@@ -72,7 +96,7 @@ def cuts_the_body() -> Iterator[str]:
     """Sends the head and one chunk of a chunked body, then closes."""
 
     def handle(conn: socket.socket) -> None:
-        conn.recv(65536)
+        read_request(conn)
         conn.sendall(
             b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
             b"transfer-encoding: chunked\r\n\r\n5\r\nhello\r\n"
@@ -86,7 +110,7 @@ def says_nothing() -> Iterator[str]:
     """Reads the request and sends nothing for a second."""
 
     def handle(conn: socket.socket) -> None:
-        conn.recv(65536)
+        read_request(conn)
         threading.Event().wait(1.0)
 
     yield from raw_server(handle)
@@ -218,7 +242,7 @@ async def test_a_stream_nobody_reads_holds_a_bounded_buffer_and_stalls_the_serve
     done = threading.Event()
 
     def handle(conn: socket.socket) -> None:
-        conn.recv(65536)
+        read_request(conn)
         conn.sendall(
             b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
             b"content-length: %d\r\n\r\n" % total
@@ -288,7 +312,7 @@ async def test_a_connect_that_is_never_answered_is_a_connect_timeout() -> None:
 @pytest.fixture
 def resets_before_the_response() -> Iterator[str]:
     def handle(conn: socket.socket) -> None:
-        conn.recv(65536)
+        read_request(conn)
         conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
     yield from raw_server(handle)
@@ -308,7 +332,7 @@ def not_http(request: pytest.FixtureRequest) -> Iterator[str]:
     }[request.param]
 
     def handle(conn: socket.socket) -> None:
-        conn.recv(65536)
+        read_request(conn)
         conn.sendall(answer)
 
     yield from raw_server(handle)

@@ -112,6 +112,9 @@ _T = TypeVar("_T")
 
 _PENDING: dict[str, Callable[[], Coroutine[Any, Any, Any]]] = {}
 _FAILED: dict[str, BaseException] = {}
+_ACTIVE: set[asyncio.Task[Any]] = set()
+"""The tasks of the steps running in this process (a stopping worker cancels them:
+Temporal's worker shutdown waits for a local activity to end on its own)."""
 _STEP_TIMEOUT: list[float] = [24 * 3600.0]
 _TASK_TIMEOUT: list[float] = [10.0]
 _FLUSH = timedelta(milliseconds=1)
@@ -130,9 +133,11 @@ async def run_step(token: str) -> Any:
     function = _PENDING.pop(token, None)
     if function is None:  # pragma: no cover - a local activity runs where it was registered
         raise RuntimeError(f"step {token!r} is not registered in this worker")
+    task = asyncio.current_task()
+    if task is not None:
+        _ACTIVE.add(task)
     try:
         result = await function()
-        task = asyncio.current_task()
         if task is not None and task.cancelling():
             # stopped while it ran (a model stream ends cut then): not this step's
             # result, which a worker makes again from the history
@@ -141,6 +146,18 @@ async def run_step(token: str) -> Any:
     except BaseException as error:
         _FAILED[token] = error
         raise
+    finally:
+        if task is not None:
+            _ACTIVE.discard(task)
+
+
+def _cancel_steps() -> None:
+    """Cancel the steps running in this process: a step stopped so records no
+    result (a model stream cut by the stop is not its answer); the workflow task
+    fails and a worker makes the step again from the history, as DBOS redoes an
+    unrecorded step."""
+    for step_task in list(_ACTIVE):
+        step_task.cancel()
 
 
 class StepCancelled(BaseException):
@@ -348,6 +365,8 @@ class RunWorkflow:
         assert agent_name is not None and session_id is not None
         try:
             return await run_body(agent_name, session_id, prompt)
+        except StepCancelled as stopped:
+            raise _task_failure(stopped) from None
         except Exception as error:  # the run failed: its error as a value the caller decodes
             from temporalio.exceptions import ApplicationError, TemporalError
 
@@ -372,8 +391,19 @@ class DecidedWorkflow:
         agent_name, session_id, request_seq = inputs
         try:
             return await decided_body(str(agent_name), str(session_id), int(request_seq))
+        except StepCancelled as stopped:
+            raise _task_failure(stopped) from None
         except Exception as error:
             raise _failure(error) from None
+
+
+def _task_failure(stopped: StepCancelled) -> RuntimeError:
+    """What a workflow raises for a step its stopping worker cancelled: an error
+    that is not a Temporal failure fails the workflow *task* (never the run), so
+    nothing of that task is recorded and a live worker runs it again from the
+    history (a BaseException would end the workflow's code with no command and
+    leave the run waiting for nothing)."""
+    return RuntimeError(f"step {stopped} was stopped with its worker; it runs again")
 
 
 def _failure(error: Exception) -> BaseException:
@@ -474,6 +504,7 @@ async def stop_temporal() -> None:
     if not _RUNNING:
         return
     state = _RUNNING.pop()
+    _cancel_steps()
     if state.worker is not None and state.task is not None:
         await state.worker.shutdown()
         with contextlib.suppress(Exception):  # a worker that failed has stopped
@@ -484,6 +515,7 @@ def cancel_temporal() -> None:
     """Stop this process's worker without waiting (the synchronous ``shutdown()``)."""
     if _RUNNING:
         state = _RUNNING.pop()
+        _cancel_steps()
         if state.task is not None:
             state.task.cancel()
 

@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 import anyio
 
 from zett_agent._await import maybe_await as _maybe_await
-from zett_agent._clock import loop_time
+from zett_agent._clock import loop_time, wall_now
 from zett_agent._conversation import Conversation
 from zett_agent._events import _TOOL_EVENTS, AgentEvent, AgentEventType, DeltaEvents
 from zett_agent._exchange import ModelRequest, ModelResponse, TextDelta
@@ -136,7 +136,7 @@ class _Call:
     request: ModelRequest
     model: ModelClient
     started: float = field(default_factory=loop_time)  # the event loop's clock
-    at: datetime.datetime = field(default_factory=lambda: datetime.datetime.now(datetime.UTC))
+    at: datetime.datetime = field(default_factory=wall_now)  # prices the answer
     span: Any = None
     response: ModelResponse | None = None
     error: Exception | None = None  # failed with no output

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from dbos import DBOS, DBOSConfig
 
 from zett_agent._agent import Agent
+from zett_agent._clock import WALL_CLOCK
 from zett_agent._events import AgentEvent, AgentEventType
 from zett_agent._messages import Message, UserMessage, message_from_dict
 from zett_agent.durable._checkpoints import encode_final
@@ -216,6 +217,8 @@ async def drive_messages(
     assert run_id is not None, "a durable run runs only as a workflow"
     store = durable.store
     RUN_SESSION.set((store, session_id))
+    if temporal:  # the loop's wall clock: the workflow's (a replay reads the same time)
+        WALL_CLOCK.set(TEMPORAL["now"])
     journal = DurableJournal(f"{durable.name}.tool", store, session_id, started)
     counter = itertools.count()
 

@@ -585,6 +585,7 @@ async def run_result(run_id: str) -> str:
 
 TEMPORAL.update(
     in_workflow=in_temporal_workflow,
+    now=workflow.now,
     temporal_step=temporal_step,
     resolve_messages=resolve_messages,
     ref_result=ref_result,

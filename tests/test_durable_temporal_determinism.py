@@ -1,0 +1,149 @@
+"""On Temporal a durable run's workflow code is deterministic: zett is passed
+through Temporal's sandbox (imported once, not per run), so the sandbox does not
+catch a clock, random or uuid read in zett's own loop; a profiler on every
+thread does here. A run with a tool call, an extension hook and a guardrail
+reads no wall clock, no random source and no uuid in workflow code (steps, the
+local activities, may: they run once and are recorded), and its history
+replays with the code of this checkout."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import random
+import sys
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import pytest
+
+pytest.importorskip("temporalio", reason="the Temporal engine needs the 'temporal' extra")
+
+from durable_engines import Engine, engine, launched, temporal_server
+from zett_agent import Agent, AgentRunConfig, Extension, ToolCall, Tripwire
+from zett_agent.durable import DurableAgent
+from zett_agent.testing import ScriptedModel, reply
+
+__all__ = ["engine", "launched", "temporal_server"]  # the fixtures this module uses
+
+pytestmark = [
+    pytest.mark.timeout(120),
+    pytest.mark.parametrize("engine", ["temporal"], indirect=True),  # Temporal replays code
+]
+
+_CLOCKS = {
+    time.time,
+    time.time_ns,
+    time.monotonic,
+    time.monotonic_ns,
+    time.perf_counter,
+    time.perf_counter_ns,
+    os.urandom,
+}
+_PYTHON = {uuid.uuid1.__code__, uuid.uuid4.__code__}
+
+
+def _forbidden(arg: Any) -> str | None:
+    """What ``arg`` (a called builtin) reads, when it is a clock or random source."""
+    if arg in _CLOCKS:
+        return f"{arg.__module__}.{arg.__name__}"
+    owner = getattr(arg, "__self__", None)
+    name = getattr(arg, "__name__", "")
+    if owner in (datetime.datetime, datetime.date) and name in {"now", "utcnow", "today"}:
+        return f"datetime.{owner.__name__}.{name}"
+    if isinstance(owner, random.Random):
+        return f"random.{name}"
+    return None
+
+
+def _zett_stack(frame: FrameType | None) -> list[str] | None:
+    """The stack when zett's code is on it (logging's own clock is left out:
+    a record's time feeds no decision; so are Temporal's deterministic
+    ``workflow.random()`` and ``workflow.uuid4()``, seeded by the history)."""
+    if frame is not None and str(frame.f_globals.get("__name__", "")).startswith("temporalio"):
+        return None
+    seen = False
+    while frame is not None:
+        module = str(frame.f_globals.get("__name__", ""))
+        if module == "logging":
+            return None
+        seen = seen or module.startswith("zett_agent")
+        frame = frame.f_back
+    return traceback.format_stack(limit=12) if seen else None
+
+
+@pytest.fixture
+def reads() -> Iterator[list[tuple[str, str]]]:
+    """Every clock, random or uuid read made by zett code running as Temporal
+    workflow code, on any thread started while the test runs: (what, stack)."""
+    from temporalio import workflow
+
+    found: list[tuple[str, str]] = []
+
+    def profile(frame: FrameType, event: str, arg: Any) -> None:
+        if event == "c_call":
+            what = _forbidden(arg)
+        elif event == "call" and frame.f_code in _PYTHON:
+            what = f"uuid.{frame.f_code.co_name}"
+        else:
+            return
+        if what is None or not workflow.in_workflow():
+            return
+        stack = _zett_stack(frame)
+        if stack is not None:
+            found.append((what, "".join(stack)))
+
+    threading.setprofile(profile)
+    sys.setprofile(profile)
+    try:
+        yield found
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)  # type: ignore[arg-type]
+
+
+def lookup(city: str) -> str:
+    """Look up the weather.
+
+    Args:
+        city: the city.
+    """
+    return f"sunny in {city}"
+
+
+class Counting(Extension):
+    """An extension with a hook (a step of its own in a durable run)."""
+
+    def after_tool(self, call: ToolCall, result: Any) -> None:
+        return None
+
+
+def polite(text: object) -> Tripwire | None:
+    """An input guardrail that never trips (its verdict is a step)."""
+    return None
+
+
+def weather_agent() -> Agent:
+    model = ScriptedModel(
+        reply("Looking.", [ToolCall("c1", "lookup", '{"city": "Paris"}')]),
+        reply("Sunny in Paris."),
+    )
+    config = AgentRunConfig("weather", input_guardrails=[polite])
+    return Agent(model, config, [lookup], extensions=[Counting()])
+
+
+async def test_workflow_code_reads_no_clock_random_or_uuid(
+    reads: list[tuple[str, str]], launched: Path, engine: Engine
+) -> None:
+    async with DurableAgent(weather_agent(), launched / "s.sqlite3") as durable:
+        final = await durable.run("Weather in Paris?", session_id="s", run_id="r-det")
+    assert final.text == "Sunny in Paris."
+    assert not reads, "workflow code read a clock or random source:\n" + "\n".join(
+        f"--- {what}\n{stack}" for what, stack in reads[:3]
+    )

@@ -44,6 +44,7 @@ import contextlib
 import hashlib
 import importlib
 import json
+import logging
 import re
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
@@ -79,7 +80,9 @@ __all__ = [
     "REF_LIMIT",
     "REF_PREFIX",
     "STEP_ACTIVITY",
+    "HistorySize",
     "TemporalConfig",
+    "history_size",
     "in_temporal_workflow",
     "resolve",
     "resolve_messages",
@@ -106,6 +109,8 @@ REF_PREFIX = "\x00zett-ref:"
 _REF = re.compile("\x00zett-ref:([0-9a-f]{64})\x00")
 
 _T = TypeVar("_T")
+
+logger = logging.getLogger("zett_agent.durable")
 
 
 # ------------------------------------------------------------------ steps
@@ -194,6 +199,7 @@ async def temporal_step(name: str, function: Callable[[], Coroutine[Any, Any, _T
         result: _T = await workflow.execute_local_activity(
             run_step,
             token,
+            activity_id=name,
             summary=name,
             start_to_close_timeout=timedelta(seconds=_STEP_TIMEOUT[0]),
             retry_policy=RetryPolicy(maximum_attempts=1),
@@ -352,6 +358,21 @@ async def read_decided(
 # ---------------------------------------------------------------- workflow
 
 
+def _log_history_size(outcome: str) -> None:
+    """At a run's end (not on a replay), an INFO record of ``zett_agent.durable``
+    with its history's size so far: ``zett_history_events`` (events) and
+    ``zett_history_bytes`` (bytes), as of the workflow task that ends it."""
+    if workflow.unsafe.is_replaying():
+        return
+    info = workflow.info()
+    events, size = info.get_current_history_length(), info.get_current_history_size()
+    logger.info(
+        "run %s %s: history of %d events, %d bytes", info.workflow_id, outcome, events, size,
+        extra={"zett_run_id": info.workflow_id, "zett_history_events": events,
+               "zett_history_bytes": size},
+    )  # fmt: skip
+
+
 @workflow.defn(name="zett_agent.durable.run", sandboxed=True)
 class RunWorkflow:
     """The Temporal workflow of a durable run (inputs: the durable agent's name,
@@ -364,18 +385,14 @@ class RunWorkflow:
         agent_name, session_id, prompt = inputs
         assert agent_name is not None and session_id is not None
         try:
-            return await run_body(agent_name, session_id, prompt)
+            output = await run_body(agent_name, session_id, prompt)
         except StepCancelled as stopped:
             raise _task_failure(stopped) from None
         except Exception as error:  # the run failed: its error as a value the caller decodes
-            from temporalio.exceptions import ApplicationError, TemporalError
-
-            if isinstance(error, TemporalError):
-                raise
-            raise ApplicationError(
-                str(error), encode_model_error(error), type=type(error).__name__,
-                non_retryable=True,
-            ) from None  # fmt: skip
+            _log_history_size("failed")
+            raise _failure(error) from None
+        _log_history_size("ended")
+        return output
 
 
 @workflow.defn(name="zett_agent.durable.decided", sandboxed=True)
@@ -390,11 +407,14 @@ class DecidedWorkflow:
 
         agent_name, session_id, request_seq = inputs
         try:
-            return await decided_body(str(agent_name), str(session_id), int(request_seq))
+            output = await decided_body(str(agent_name), str(session_id), int(request_seq))
         except StepCancelled as stopped:
             raise _task_failure(stopped) from None
         except Exception as error:
+            _log_history_size("failed")
             raise _failure(error) from None
+        _log_history_size("ended")
+        return output
 
 
 def _task_failure(stopped: StepCancelled) -> RuntimeError:
@@ -462,13 +482,38 @@ def _passthrough() -> tuple[str, ...]:
     )
 
 
+def workflow_runner() -> Any:
+    """The sandboxed runner zett's workflows run in: zett and its dependencies
+    passed through, and what a run imports lazily imported first, outside the
+    sandbox (a worker's and a replayer's)."""
+    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+    for module in _PRELOADED:  # what zett imports lazily in a run: once, outside the sandbox
+        importlib.import_module(module)
+    restrictions = SandboxRestrictions.default.with_passthrough_modules(*_passthrough())
+    return SandboxedWorkflowRunner(restrictions=restrictions)
+
+
+async def replay_history(workflow_id: str, history_json: str) -> None:
+    """Replay a recorded run's history (the JSON of ``temporal workflow show
+    --output json`` or ``WorkflowHistory.to_json()``) with this process's code and
+    durable agents, running no step. Raises temporalio's
+    ``NondeterminismError`` (or the workflow task's error) when this code would
+    take other steps than the recorded run did: check an upgrade against the
+    runs in flight before deploying it."""
+    from temporalio.client import WorkflowHistory
+    from temporalio.worker import Replayer
+
+    replayer = Replayer(workflows=[RunWorkflow, DecidedWorkflow], workflow_runner=workflow_runner())
+    await replayer.replay_workflow(WorkflowHistory.from_json(workflow_id, history_json))
+
+
 async def launch_temporal(config: TemporalConfig) -> None:
     """Connect to Temporal and, when ``config.worker``, run a worker for the
     durable agents of this process on ``config.task_queue`` (in a task of the
     running loop). Raises :class:`ConfigError` when Temporal cannot be reached."""
     from temporalio.client import Client
     from temporalio.worker import Worker
-    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
     if _RUNNING:
         raise ConfigError("a durable engine is already launched in this process (shutdown() first)")
@@ -476,13 +521,10 @@ async def launch_temporal(config: TemporalConfig) -> None:
         client = await Client.connect(config.target, namespace=config.namespace)
     except Exception as error:
         raise ConfigError(f"cannot reach Temporal at {config.target}: {error}") from error
-    for module in _PRELOADED:  # what zett imports lazily in a run: once, outside the sandbox
-        importlib.import_module(module)
     state = _Running(config, client)
     _STEP_TIMEOUT[0] = config.step_timeout
     _TASK_TIMEOUT[0] = config.task_timeout
     if config.worker:
-        restrictions = SandboxRestrictions.default.with_passthrough_modules(*_passthrough())
         options: dict[str, Any] = {}
         if config.max_concurrent_runs is not None:
             options["max_concurrent_workflow_tasks"] = config.max_concurrent_runs
@@ -491,7 +533,7 @@ async def launch_temporal(config: TemporalConfig) -> None:
             task_queue=config.task_queue,
             workflows=[RunWorkflow, DecidedWorkflow],
             activities=[run_step, recorded],
-            workflow_runner=SandboxedWorkflowRunner(restrictions=restrictions),
+            workflow_runner=workflow_runner(),
             **options,
         )
         state.task = asyncio.create_task(state.worker.run())
@@ -583,6 +625,32 @@ async def run_result(run_id: str) -> str:
         raise mapped from error
 
 
+@dataclass(frozen=True)
+class HistorySize:
+    """The size of a run's Temporal history (what Temporal limits: by default it
+    warns at 10,240 events or 10 MiB and ends a run at 51,200 events or 50 MiB).
+
+    Attributes:
+        events: events in the history.
+        bytes: the events' size, serialized (protobuf), bytes.
+        largest_event: the largest event's size, bytes (a payload's limit is 2 MiB).
+    """
+
+    events: int
+    bytes: int
+    largest_event: int
+
+
+async def history_size(run_id: str) -> HistorySize:
+    """The size of run ``run_id``'s history as the Temporal server holds it now
+    (a finished or a running run). Raises :class:`ConfigError` before
+    :func:`launch_temporal`, and temporalio's ``RPCError`` (status ``NOT_FOUND``)
+    for an unknown run id."""
+    history = await running().client.get_workflow_handle(run_id).fetch_history()
+    sizes = [event.ByteSize() for event in history.events]
+    return HistorySize(len(sizes), sum(sizes), max(sizes, default=0))
+
+
 TEMPORAL.update(
     in_workflow=in_temporal_workflow,
     now=workflow.now,
@@ -596,4 +664,5 @@ TEMPORAL.update(
     cancel_temporal=cancel_temporal,
     start_run=start_run,
     run_result=run_result,
+    history_size=history_size,
 )

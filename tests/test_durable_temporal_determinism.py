@@ -1,10 +1,10 @@
 """On Temporal a durable run's workflow code is deterministic: zett is passed
 through Temporal's sandbox (imported once, not per run), so the sandbox does not
 catch a clock, random or uuid read in zett's own loop; a profiler on every
-thread does here. A run with a tool call, an extension hook and a guardrail
-reads no wall clock, no random source and no uuid in workflow code (steps, the
-local activities, may: they run once and are recorded), and its history
-replays with the code of this checkout."""
+thread does here. A run with a tool call, an extension hook, a guardrail and an
+approval, and its continuation, read no wall clock, no random source and no uuid
+in workflow code (steps, the local activities, may: they run once and are
+recorded). That their histories replay: tests/test_durable_temporal_history.py."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ pytest.importorskip("temporalio", reason="the Temporal engine needs the 'tempora
 
 from durable_engines import Engine, engine, launched, temporal_server
 from zett_agent import Agent, AgentRunConfig, Extension, ToolCall, Tripwire
+from zett_agent.approvals import approve, requires_approval
 from zett_agent.durable import DurableAgent
 from zett_agent.testing import ScriptedModel, reply
 
@@ -108,6 +109,15 @@ def reads() -> Iterator[list[tuple[str, str]]]:
         threading.setprofile(None)  # type: ignore[arg-type]
 
 
+def book(city: str) -> str:
+    """Book a trip (waits for approval).
+
+    Args:
+        city: where to.
+    """
+    return f"booked {city}"
+
+
 def lookup(city: str) -> str:
     """Look up the weather.
 
@@ -132,18 +142,21 @@ def polite(text: object) -> Tripwire | None:
 def weather_agent() -> Agent:
     model = ScriptedModel(
         reply("Looking.", [ToolCall("c1", "lookup", '{"city": "Paris"}')]),
-        reply("Sunny in Paris."),
+        reply("Booking.", [ToolCall("c2", "book", '{"city": "Paris"}')]),
+        reply("Booked Paris."),
     )
     config = AgentRunConfig("weather", input_guardrails=[polite])
-    return Agent(model, config, [lookup], extensions=[Counting()])
+    return Agent(model, config, [lookup, requires_approval(book)], extensions=[Counting()])
 
 
 async def test_workflow_code_reads_no_clock_random_or_uuid(
     reads: list[tuple[str, str]], launched: Path, engine: Engine
 ) -> None:
     async with DurableAgent(weather_agent(), launched / "s.sqlite3") as durable:
-        final = await durable.run("Weather in Paris?", session_id="s", run_id="r-det")
-    assert final.text == "Sunny in Paris."
+        waiting = await durable.run("Weather in Paris?", session_id="s", run_id="r-det")
+        assert waiting.tool_calls  # the run ended waiting for approval
+        final = await durable.approve("s", {"c2": approve()})  # the continuation
+    assert final.text == "Booked Paris."
     assert not reads, "workflow code read a clock or random source:\n" + "\n".join(
         f"--- {what}\n{stack}" for what, stack in reads[:3]
     )

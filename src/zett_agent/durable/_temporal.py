@@ -7,7 +7,10 @@ workflow body is the one the DBOS engine runs
 call, tool marker, tool call, hooks, session reads and appends are each a step.
 On Temporal a step is a **local activity** (:func:`run_step`), run in the worker
 that runs the workflow task, with ``RetryPolicy(maximum_attempts=1)``: Temporal
-never retries a step. Its result is what Temporal records in the history:
+never retries a step. Its activity id is the step name, so a replay checks each
+recorded step's name and place (a release that takes other steps fails with
+Temporal's nondeterminism error, never reads one step's result as another's).
+Its result is what Temporal records in the history:
 
 - a model call's result is the whole answer (the stop included: a refusal, a
   cut, an interruption are values, never activity failures); a call that failed
@@ -32,9 +35,15 @@ a reference (:data:`REF_PREFIX` + its SHA-256), which the steps that read it (th
 model call, the append, the hooks) resolve; no payload then holds a large
 result, and the session stores the real text.
 
+A worker that stops gracefully cancels the steps it runs: a cancelled step
+records no result (a model stream cut by the stop is not its answer); the
+workflow task fails, not the run, and a live worker makes the step again.
+
 The workflow runs in Temporal's sandbox with ``zett_agent`` and its dependencies
 passed through (imported once, not per run). Its code does no I/O and reads no
-clock or random source: every such thing is in a step.
+clock or random source: every such thing is in a step, and the loop's wall clock
+(:data:`zett_agent._clock.WALL_CLOCK`) is ``workflow.now()``. Each run's end logs
+its history's size (:func:`history_size` reads it from a client).
 """
 
 from __future__ import annotations

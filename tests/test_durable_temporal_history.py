@@ -93,6 +93,8 @@ async def _history_json(run_id: str) -> str:
 async def test_a_runs_history_size_is_logged_at_its_end_and_read_by_run_id(
     launched: Path, engine: Engine, caplog: pytest.LogCaptureFixture
 ) -> None:
+    from temporalio.service import RPCError, RPCStatusCode
+
     from zett_agent.durable._temporal import history_size, running
 
     caplog.set_level(logging.INFO, logger="zett_agent.durable")
@@ -100,6 +102,9 @@ async def test_a_runs_history_size_is_logged_at_its_end_and_read_by_run_id(
         await durable.run("Weather in Paris?", session_id="s", run_id="r-size")
         size = await history_size("r-size")
         history = await running().client.get_workflow_handle("r-size").fetch_history()
+        with pytest.raises(RPCError) as unknown:
+            await history_size("r-unknown")
+        assert unknown.value.status is RPCStatusCode.NOT_FOUND
     assert size.events == len(history.events) > 10
     assert size.bytes == sum(event.ByteSize() for event in history.events)
     assert 0 < size.largest_event < size.bytes

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +41,12 @@ DEFAULT_MAX_STALLED_STREAMS = 16
 PARSE_INLINE_BYTES = 64 * 1024
 """Bodies up to this size are parsed on the event loop; larger ones in a worker
 thread, so that parsing a large body never holds the other requests."""
+
+YIELD_EVERY_OBJECTS = 256
+"""A worker thread parsing a large body lets go of the GIL after this many JSON
+objects (about 1.3 ms of parsing): the event loop waits at most that long for it,
+not the interpreter's switch interval (5 ms) at each of the turns a chat takes
+(``bench/serve_hostile_clients.py --big-body``)."""
 
 
 @dataclass(frozen=True)
@@ -161,7 +169,7 @@ async def read_json(request: Request, limit: int, *, empty: Any = None) -> Any:
         return empty
     if len(body) <= PARSE_INLINE_BYTES:
         return _loads(body)
-    return await anyio.to_thread.run_sync(_loads, body)
+    return await anyio.to_thread.run_sync(_loads, body, _yielding_no_duplicates())
 
 
 class _DuplicateKeyError(ValueError):
@@ -179,11 +187,29 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _loads(body: bytes) -> Any:
+def _yielding_no_duplicates() -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+    """:func:`_no_duplicates` that sleeps 0 s (lets go of the GIL, so a waiting
+    event loop takes it at once) every :data:`YIELD_EVERY_OBJECTS` objects."""
+    made = 0
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal made
+        made += 1
+        if not made % YIELD_EVERY_OBJECTS:
+            time.sleep(0)
+        return _no_duplicates(pairs)
+
+    return hook
+
+
+def _loads(
+    body: bytes, hook: Callable[[list[tuple[str, Any]]], dict[str, Any]] = _no_duplicates
+) -> Any:
     # the hook runs Python code per object: a worker thread parsing a large body
-    # gives the event loop its turns (a C-only parse would hold the GIL throughout)
+    # gives the event loop its turns (a C-only parse would hold the GIL throughout),
+    # and the yielding hook gives them within YIELD_EVERY_OBJECTS objects
     try:
-        return json.loads(body, object_pairs_hook=_no_duplicates)
+        return json.loads(body, object_pairs_hook=hook)
     except _DuplicateKeyError as error:
         raise RequestError(
             f"the body names the key {str(error)[:100]!r} twice in one object"

@@ -156,3 +156,32 @@ def test_usage_errors_show_what_was_given_escaped(args: tuple[str, ...], shown: 
     assert done.returncode == 2, done.stderr
     assert raw_controls(done.stderr) == [], done.stderr
     assert shown in done.stderr, done.stderr
+
+
+def test_every_command_prints_log_warnings_escaped() -> None:
+    """A warning of any logger during any command (here one registered for the
+    test, in a process of its own: no handler but Python's last resort) is shown
+    escaped, its traceback too, and a Python warning as well."""
+    script = f"""
+import logging, warnings
+from zett_agent.cli import app
+
+@app.command("hostile")
+def hostile() -> None:
+    logging.getLogger("zett_agent.mcp").warning("server %s said", {PAYLOAD!r})
+    try:
+        raise ValueError({PAYLOAD!r})
+    except ValueError:
+        logging.getLogger("mcp.client").exception("failed")
+    warnings.warn({PAYLOAD!r})
+
+app(["hostile"])
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONWARNINGS": "always"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert raw_controls(done.stderr) == [], done.stderr
+    assert f"server {SHOWN} said" in done.stderr
+    assert f"ValueError: {SHOWN}" in done.stderr and f"UserWarning: {SHOWN}" in done.stderr

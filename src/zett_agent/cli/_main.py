@@ -294,8 +294,11 @@ class OneLineCommands(typer.core.TyperGroup):
             raise
 
     def invoke(self, ctx: Any) -> Any:
+        from zett_agent._safe_log import safe_root_logging
+
         try:
-            return super().invoke(ctx)
+            with safe_root_logging():  # no logger prints raw (Python's last resort)
+                return super().invoke(ctx)
         except _USAGE_ERRORS as error:
             _show_safe(error)
             raise

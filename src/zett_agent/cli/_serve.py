@@ -12,9 +12,10 @@ says otherwise: its server shows the model no tools without one.
 
 Every line it prints is shown safe (control characters escaped,
 :mod:`zett_agent._terminal_text`): its own lines through a safe console, uvicorn's
-error and access logs and every other logger through the formatters of
-:mod:`._serve_log`; a client's ids, a provider's or an MCP server's texts never
-drive the terminal.
+error and access logs through the formatters of :mod:`._serve_log`, every other
+logger through :func:`~zett_agent._safe_log.safe_root_logging` (as in every
+command); a client's ids, a provider's or an MCP server's texts never drive the
+terminal.
 """
 
 from __future__ import annotations
@@ -209,7 +210,7 @@ def serve(
         out.print(f"  calls of {waiting} wait for approval on the page", style="dim")
     if getattr(resolved, "starts_server", False):
         out.print("  starting the local llama.cpp server first…", style="dim", soft_wrap=True)
-    from zett_agent.cli._serve_log import log_config, other_loggers_safe
+    from zett_agent.cli._serve_log import log_config
 
     server = uvicorn.Server(
         uvicorn.Config(
@@ -224,8 +225,7 @@ def serve(
         logging.getLogger("uvicorn.access").setLevel(logging.INFO)
     logging.getLogger("uvicorn.error").addFilter(_one_line_startup_error)  # after its config
     try:
-        with other_loggers_safe():
-            server.run(sockets=[listening])
+        server.run(sockets=[listening])
     except SystemExit:  # uvicorn's own exit when the app did not start (logged above)
         pass
     finally:

@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import anyio
@@ -149,11 +150,20 @@ def is_json(request: Request) -> bool:
     return kind == "application/json" or kind.endswith("+json")
 
 
-async def read_json(request: Request, limit: int, *, empty: Any = None) -> Any:
+async def read_json(
+    request: Request,
+    limit: int,
+    *,
+    empty: Any = None,
+    check: Callable[[Any], None] | None = None,
+) -> Any:
     """The request's body as JSON, at most ``limit`` bytes (413 past it). A body
     that is not JSON, or that names one key twice in an object (which answer
     would count?), is a 400; ``empty`` is returned for an empty body when given.
-    A body larger than :data:`PARSE_INLINE_BYTES` is parsed in a worker thread."""
+    ``check(data)``, when given, runs on the parsed body before it is returned
+    (its :class:`RequestError` raised as is). A body larger than
+    :data:`PARSE_INLINE_BYTES` is joined, parsed and checked in a worker thread,
+    and one ``check`` refuses is freed there too: none of it holds the event loop."""
     size = 0
     pieces: list[bytes] = []
     try:
@@ -164,12 +174,33 @@ async def read_json(request: Request, limit: int, *, empty: Any = None) -> Any:
             pieces.append(piece)
     except ClientDisconnect:  # gone before its body was read: nobody to answer
         raise RequestError("the client went away before its body arrived") from None
+    if size > PARSE_INLINE_BYTES:
+        return await anyio.to_thread.run_sync(_parse_large, pieces, check)
     body = b"".join(pieces)
     if not body and empty is not None:
         return empty
-    if len(body) <= PARSE_INLINE_BYTES:
-        return _loads(body)
-    return await anyio.to_thread.run_sync(_loads, body, _yielding_no_duplicates())
+    data = _loads(body)
+    if check is not None:
+        check(data)
+    return data
+
+
+def _parse_large(pieces: list[bytes], check: Callable[[Any], None] | None) -> Any:
+    """:func:`read_json`'s worker thread: join, parse (letting go of the GIL every
+    :data:`YIELD_EVERY_OBJECTS` objects), check. A refused body is freed here (its
+    error is raised anew, without the frames that hold it), not on the event loop,
+    which a hundred thousand objects would hold for tens of milliseconds."""
+    data = _loads(b"".join(pieces), _yielding_no_duplicates())
+    if check is None:
+        return data
+    try:
+        check(data)
+    except RequestError as error:
+        refused = RequestError(str(error), error.status)
+    else:
+        return data
+    del data
+    raise refused
 
 
 class _DuplicateKeyError(ValueError):
@@ -216,6 +247,15 @@ def _loads(
         ) from None
     except (ValueError, RecursionError):
         raise RequestError("the body is not valid JSON") from None
+
+
+def part_counts(settings: ServeSettings) -> Callable[[Any], None]:
+    """:func:`check_part_counts` with ``settings``' limits, for ``read_json(check=)``."""
+    return partial(
+        check_part_counts,
+        per_message=settings.max_parts_per_message,
+        per_body=settings.max_parts_per_body,
+    )
 
 
 def validated(data: Any, settings: ServeSettings) -> ChatRequest:

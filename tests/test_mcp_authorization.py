@@ -128,6 +128,30 @@ async def test_the_cli_callback_needs_a_terminal() -> None:
         await ask_in_terminal("https://as.example.com/authorize?state=s")
 
 
+async def test_the_cli_callback_shows_the_servers_url_escaped(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The authorization URL comes from the server's metadata: its control
+    characters (OSC 52, clear-screen) reach the terminal escaped, on one line."""
+    need_mcp()
+    import builtins
+    import io
+
+    from zett_agent.mcp import ask_in_terminal
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Terminal())
+    monkeypatch.setattr(builtins, "input", lambda prompt: "the-code")
+    url = "https://as.example.com/authorize\x1b]52;c;aGk=\x07\x1b[2J\n?state=s"
+    assert await ask_in_terminal(url) == "the-code"
+    shown = capsys.readouterr().err
+    assert "https://as.example.com/authorize^[]52;c;aGk=^G^[[2J^J?state=s" in shown
+    assert "\x1b" not in shown and "\x07" not in shown
+
+
 def test_secrets_of_an_oauth_provider_are_known_for_redaction() -> None:
     need_mcp()
     from mcp.shared.auth import OAuthClientInformationFull, OAuthToken

@@ -3,11 +3,15 @@
 a 413 naming the limit, and nothing is decoded, stored or sent to the model.
 
 Over real HTTP (tests/serve_support.py). How long another chat waits while such a
-body is handled is measured by ``bench/serve_big_body.py`` (no clock here).
+body is handled is measured by ``bench/serve_hostile_clients.py --big-body`` (no
+clock here); the worker thread that parses a large body lets go of the GIL every
+256 objects (tested below), so the event loop never waits the 5 ms switch
+interval for it.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -86,3 +90,22 @@ def test_the_part_limits_are_settings_and_a_body_within_them_is_answered() -> No
             two["messages"] = [{"role": "user", "parts": [{"type": "text", "text": "x"}] * 2}] * 3
             refused = httpx.post(f"{url}/api/chat", json=two, timeout=30)
             assert refused.status_code == 413 and "more than 5 parts" in refused.text
+
+
+def test_a_large_body_is_parsed_letting_go_of_the_gil_every_256_objects(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from zett_agent.serve import _context
+    from zett_agent.serve._request import RequestError
+
+    slept: list[float] = []
+    monkeypatch.setattr(_context.time, "sleep", slept.append)
+    data = chat_body("big", "look")
+    data["messages"][0]["parts"] += [tiny_file()] * 1000
+    body = json.dumps(data).encode()
+    assert len(body) > _context.PARSE_INLINE_BYTES  # parsed by the worker thread
+    objects = 1 + 1 + 1 + 1000  # the body, its message, its text part and 1000 files
+    assert _context._loads(body, _context._yielding_no_duplicates()) == data
+    assert slept == [0] * (objects // _context.YIELD_EVERY_OBJECTS)
+    with pytest.raises(RequestError, match="names the key 'a' twice"):
+        _context._loads(b'{"a": 1, "a": 2}', _context._yielding_no_duplicates())

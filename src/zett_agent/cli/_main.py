@@ -286,12 +286,50 @@ class OneLineCommands(typer.core.TyperGroup):
         for name, command in self.commands.items():
             _name_docs_page(command, DOCS_PAGES.get(name, DOCS_PAGE))
 
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().make_context(*args, **kwargs)
+        except _USAGE_ERRORS as error:
+            _show_safe(error)
+            raise
+
+    def invoke(self, ctx: Any) -> Any:
+        from zett_agent._safe_log import safe_root_logging
+
+        try:
+            with safe_root_logging():  # no logger prints raw (Python's last resort)
+                return super().invoke(ctx)
+        except _USAGE_ERRORS as error:
+            _show_safe(error)
+            raise
+
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         for name in self.list_commands(ctx):
             command = self.get_command(ctx, name)
             if command is not None and not command.short_help and command.help:
                 command.short_help = first_sentence(command.help)
         super().format_commands(ctx, formatter)
+
+
+_USAGE_ERRORS: type[Exception] = next(
+    kind for kind in typer.BadParameter.__mro__ if kind.__name__ == "ClickException"
+)
+"""The base of the errors typer prints as ``Error: ...`` (click's ``ClickException``:
+typer 0.29 vendors click as ``typer._click``, older ones use click itself)."""
+
+
+def _show_safe(error: Any) -> None:
+    """Show the control characters of ``error``'s message escaped
+    (:func:`~zett_agent._terminal_text.terminal_safe`), as typer prints it: a usage
+    error repeats what the user (or an environment variable, a file name, an error
+    of a library) gave, and none of that may drive the terminal. typer's click
+    escapes a few of its own messages already (``\\x1b``, which stays as it is); this
+    covers the rest, zett's own ``BadParameter`` texts included. Every command's
+    errors pass here: :class:`OneLineCommands` parses the arguments of its
+    subcommands and runs them inside ``make_context`` and ``invoke``."""
+    from zett_agent._terminal_text import terminal_safe
+
+    error.message = terminal_safe(error.message)
 
 
 def first_sentence(text: str) -> str:

@@ -9,6 +9,13 @@ stderr and exit status 1, and the URL printed has the port actually bound
 (``--port 0``: one the system picks). On the local model (provider ``llamacpp``)
 offered tools are sent with ``tool_choice`` ``auto`` unless ``--tool-choice``
 says otherwise: its server shows the model no tools without one.
+
+Every line it prints is shown safe (control characters escaped,
+:mod:`zett_agent._terminal_text`): its own lines through a safe console, uvicorn's
+error and access logs through the formatters of :mod:`._serve_log`, every other
+logger through :func:`~zett_agent._safe_log.safe_root_logging` (as in every
+command); a client's ids, a provider's or an MCP server's texts never drive the
+terminal.
 """
 
 from __future__ import annotations
@@ -96,6 +103,10 @@ def serve(
             "follows their answers live (needs the durable extra)."
         ),
     ] = False,
+    access_log: Annotated[
+        bool,
+        typer.Option(help="Print a line per request on stdout (uvicorn's access log)."),
+    ] = False,
 ) -> None:
     """Serve the agent over HTTP: a chat page at / and the AI SDK's UI message stream.
 
@@ -121,10 +132,9 @@ def serve(
     import logging
     import secrets
 
-    from rich.console import Console
-
     from zett_agent._agent import Agent, AgentRunConfig
     from zett_agent.cli._approvals import approval_policy
+    from zett_agent.cli._main import out_console
     from zett_agent.cli._run import validate_tool_choice
     from zett_agent.demo_tools import select_demo_tools
     from zett_agent.errors import ZettError
@@ -132,7 +142,8 @@ def serve(
     from zett_agent.serve._security import is_loopback
     from zett_agent.sessions import SQLiteSessionStore
 
-    out = Console(highlight=False)
+    out = out_console()  # what it prints names what the user gave: shown safe
+    out.safe = True  # type: ignore[attr-defined]  # a log, not an answer: on a pipe too
     try:
         offered = select_demo_tools(tools)
     except ValueError as error:
@@ -199,7 +210,19 @@ def serve(
         out.print(f"  calls of {waiting} wait for approval on the page", style="dim")
     if getattr(resolved, "starts_server", False):
         out.print("  starting the local llama.cpp server first…", style="dim", soft_wrap=True)
-    server = uvicorn.Server(uvicorn.Config(web, log_level="warning", timeout_graceful_shutdown=5))
+    from zett_agent.cli._serve_log import log_config
+
+    server = uvicorn.Server(
+        uvicorn.Config(
+            web,
+            log_config=log_config(),  # every line it prints shown safe
+            log_level="warning",
+            access_log=access_log,
+            timeout_graceful_shutdown=5,
+        )
+    )
+    if access_log:  # its lines only, not uvicorn's startup chatter
+        logging.getLogger("uvicorn.access").setLevel(logging.INFO)
     logging.getLogger("uvicorn.error").addFilter(_one_line_startup_error)  # after its config
     try:
         server.run(sockets=[listening])

@@ -421,7 +421,8 @@ class _Preregistered(TokenStorage):
 
 
 async def ask_in_terminal(url: str) -> str:
-    """The CLI's :data:`Authorize`: prints the authorization URL to stderr and
+    """The CLI's :data:`Authorize`: prints the authorization URL to stderr (its
+    control characters shown escaped, :func:`~zett_agent._terminal_text.one_line`) and
     reads, from the terminal, the URL the browser was sent back to (or the code).
     Opens nothing. Raises :class:`~zett_agent.errors.MCPAuthorizationError` when
     stdin is not a terminal (nobody can be asked)."""
@@ -431,7 +432,10 @@ async def ask_in_terminal(url: str) -> str:
             "zett on a terminal once (the token is kept), or pass a token",
             server=url.split("?", 1)[0],
         )
-    print(f"\nAuthorize zett-agent: open this URL in a browser\n  {url}", file=sys.stderr)
+    from zett_agent._terminal_text import one_line
+
+    # the URL is the authorization server's endpoint: text zett did not write
+    print(f"\nAuthorize zett-agent: open this URL in a browser\n  {one_line(url)}", file=sys.stderr)
     prompt = "Paste the URL the browser was sent back to (or the code): "
     reply: str = await anyio.to_thread.run_sync(lambda: input(prompt))
     return reply

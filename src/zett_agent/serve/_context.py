@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import anyio
@@ -39,6 +42,12 @@ DEFAULT_MAX_STALLED_STREAMS = 16
 PARSE_INLINE_BYTES = 64 * 1024
 """Bodies up to this size are parsed on the event loop; larger ones in a worker
 thread, so that parsing a large body never holds the other requests."""
+
+YIELD_EVERY_OBJECTS = 256
+"""A worker thread parsing a large body lets go of the GIL after this many JSON
+objects (about 1.3 ms of parsing): the event loop waits at most that long for it,
+not the interpreter's switch interval (5 ms) at each of the turns a chat takes
+(``bench/serve_hostile_clients.py --big-body``)."""
 
 
 @dataclass(frozen=True)
@@ -141,11 +150,20 @@ def is_json(request: Request) -> bool:
     return kind == "application/json" or kind.endswith("+json")
 
 
-async def read_json(request: Request, limit: int, *, empty: Any = None) -> Any:
+async def read_json(
+    request: Request,
+    limit: int,
+    *,
+    empty: Any = None,
+    check: Callable[[Any], None] | None = None,
+) -> Any:
     """The request's body as JSON, at most ``limit`` bytes (413 past it). A body
     that is not JSON, or that names one key twice in an object (which answer
     would count?), is a 400; ``empty`` is returned for an empty body when given.
-    A body larger than :data:`PARSE_INLINE_BYTES` is parsed in a worker thread."""
+    ``check(data)``, when given, runs on the parsed body before it is returned
+    (its :class:`RequestError` raised as is). A body larger than
+    :data:`PARSE_INLINE_BYTES` is joined, parsed and checked in a worker thread,
+    and one ``check`` refuses is freed there too: none of it holds the event loop."""
     size = 0
     pieces: list[bytes] = []
     try:
@@ -156,12 +174,33 @@ async def read_json(request: Request, limit: int, *, empty: Any = None) -> Any:
             pieces.append(piece)
     except ClientDisconnect:  # gone before its body was read: nobody to answer
         raise RequestError("the client went away before its body arrived") from None
+    if size > PARSE_INLINE_BYTES:
+        return await anyio.to_thread.run_sync(_parse_large, pieces, check)
     body = b"".join(pieces)
     if not body and empty is not None:
         return empty
-    if len(body) <= PARSE_INLINE_BYTES:
-        return _loads(body)
-    return await anyio.to_thread.run_sync(_loads, body)
+    data = _loads(body)
+    if check is not None:
+        check(data)
+    return data
+
+
+def _parse_large(pieces: list[bytes], check: Callable[[Any], None] | None) -> Any:
+    """:func:`read_json`'s worker thread: join, parse (letting go of the GIL every
+    :data:`YIELD_EVERY_OBJECTS` objects), check. A refused body is freed here (its
+    error is raised anew, without the frames that hold it), not on the event loop,
+    which a hundred thousand objects would hold for tens of milliseconds."""
+    data = _loads(b"".join(pieces), _yielding_no_duplicates())
+    if check is None:
+        return data
+    try:
+        check(data)
+    except RequestError as error:
+        refused = RequestError(str(error), error.status)
+    else:
+        return data
+    del data
+    raise refused
 
 
 class _DuplicateKeyError(ValueError):
@@ -179,17 +218,44 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _loads(body: bytes) -> Any:
+def _yielding_no_duplicates() -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+    """:func:`_no_duplicates` that sleeps 0 s (lets go of the GIL, so a waiting
+    event loop takes it at once) every :data:`YIELD_EVERY_OBJECTS` objects."""
+    made = 0
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal made
+        made += 1
+        if not made % YIELD_EVERY_OBJECTS:
+            time.sleep(0)
+        return _no_duplicates(pairs)
+
+    return hook
+
+
+def _loads(
+    body: bytes, hook: Callable[[list[tuple[str, Any]]], dict[str, Any]] = _no_duplicates
+) -> Any:
     # the hook runs Python code per object: a worker thread parsing a large body
-    # gives the event loop its turns (a C-only parse would hold the GIL throughout)
+    # gives the event loop its turns (a C-only parse would hold the GIL throughout),
+    # and the yielding hook gives them within YIELD_EVERY_OBJECTS objects
     try:
-        return json.loads(body, object_pairs_hook=_no_duplicates)
+        return json.loads(body, object_pairs_hook=hook)
     except _DuplicateKeyError as error:
         raise RequestError(
             f"the body names the key {str(error)[:100]!r} twice in one object"
         ) from None
     except (ValueError, RecursionError):
         raise RequestError("the body is not valid JSON") from None
+
+
+def part_counts(settings: ServeSettings) -> Callable[[Any], None]:
+    """:func:`check_part_counts` with ``settings``' limits, for ``read_json(check=)``."""
+    return partial(
+        check_part_counts,
+        per_message=settings.max_parts_per_message,
+        per_body=settings.max_parts_per_body,
+    )
 
 
 def validated(data: Any, settings: ServeSettings) -> ChatRequest:

@@ -27,7 +27,7 @@ from ._attachments import (
     stored_part,
 )
 from ._backpressure import UIStreamResponse, chunks
-from ._context import claim, is_json, read_json, state_of, validated
+from ._context import claim, is_json, part_counts, read_json, state_of, validated
 from ._history import assistant_message_id, continuation, ui_messages
 from ._rejoin import ResumableResponse
 from ._rejoin import rejoin as rejoin_run
@@ -99,8 +99,10 @@ async def chat(request: Request) -> Response:
     state = state_of(request)
     if not is_json(request):
         raise RequestError("send the body as application/json", 415)
-    data = await read_json(request, state.settings.max_chat_body_bytes)
-    body = validated(data, state.settings)
+    settings = state.settings
+    # counted in the worker thread of a large body, and freed there when refused
+    data = await read_json(request, settings.max_chat_body_bytes, check=part_counts(settings))
+    body = validated(data, settings)
     session_id = valid_session_id(body.id)
     if body.messages[-1].role == "assistant":
         message_id, responses = approval_responses(body)

@@ -231,7 +231,7 @@ class _Run:
                 async with aclosing(self._call_model(call)) as streamed:
                     async for event in streamed:
                         yield event
-                if self.guardrails.guard is not None and not call.prefill_refused:
+                if self.guardrails.checking and not call.prefill_refused:
                     tripped, held = await self.guardrails.input_verdict()
                     if tripped is not None:  # final: no recovery, no tool, no retry
                         final = await self._store_tripped(call, tripped)

@@ -62,6 +62,11 @@ class RunGuardrails:
         self.guard: InputGuard | None = None  # input guardrails checking, deltas held
         self.tripped: tuple[Tripped, GuardrailKind] | None = None
 
+    @property
+    def checking(self) -> bool:
+        """Whether the input guardrails were started and their verdict not yet taken."""
+        return self.guard is not None
+
     def arm(self, messages: Sequence[Message], *, new_input: bool) -> None:
         """What the input guardrails will check: the user message the run's
         messages end with (its prompt, or the question a stored history ends

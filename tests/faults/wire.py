@@ -19,6 +19,27 @@ TOOL = "write_note"
 CALL_ID = "call_1"
 
 
+WHOLE_TEXT: dict[str, Any] = {
+    "anthropic": {
+        "type": "message",
+        "model": "m",
+        "content": [{"type": "text", "text": "ok"}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 3, "output_tokens": 1},
+    },
+    "openai-chat": {
+        "choices": [{"message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]
+    },
+    "openai-responses": {
+        "status": "completed",
+        "output": [{"type": "message", "content": [{"type": "output_text", "text": "ok"}]}],
+    },
+    "gemini": {"candidates": [{"content": {"parts": [{"text": "ok"}]}, "finishReason": "STOP"}]},
+    "ollama": {"message": {"role": "assistant", "content": "ok"}, "done": True},
+}
+"""A whole (non-streamed) answer "ok" that ends normally, per protocol."""
+
+
 def sse(data: Any, event: str | None = None) -> bytes:
     text = data if isinstance(data, str) else json.dumps(data)
     head = f"event: {event}\n" if event else ""

@@ -16,7 +16,9 @@
   one: ``POST /api/chat`` carries attachments) is refused before reading (413);
   bodies without one are counted as they are read (``read_json``).
 
-Every refusal is a JSON body ``{"error": {"status", "message"}}``.
+Every refusal is a JSON body ``{"error": {"status", "message"}}``. Both apps that
+face a network (``create_app`` and ``create_a2a_app``) put it in front of their
+routes with :func:`guard_middleware`, from their ``ServeSettings``.
 """
 
 from __future__ import annotations

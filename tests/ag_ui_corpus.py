@@ -103,10 +103,10 @@ def _reply(request: RecordedRequest) -> Reply:
     return Reply.file(RECORDINGS / name, status=case.status)
 
 
-def corpus_app() -> tuple[Starlette, dict[str, Agent]]:
-    """The app mounting one zett server per case key, and the agents by key."""
+def case_agents(name: str) -> dict[str, Agent]:
+    """One agent (named ``name``) per case key, in the cases' order, each on a model
+    that replays the recording its request names."""
     agents: dict[str, Agent] = {}
-    mounts = []
     for case in CASES:
         if case.key in agents:
             continue
@@ -121,9 +121,14 @@ def corpus_app() -> tuple[Starlette, dict[str, Agent]]:
             stream=case.stream,
             client=replay.client(),
         )
-        agent = Agent(model, AgentRunConfig("ag-ui-corpus", max_turns=2))
-        agents[case.key] = agent
-        mounts.append(Mount(f"/{case.key}", app=create_app(agent)))
+        agents[case.key] = Agent(model, AgentRunConfig(name, max_turns=2))
+    return agents
+
+
+def corpus_app() -> tuple[Starlette, dict[str, Agent]]:
+    """The app mounting one zett server per case key, and the agents by key."""
+    agents = case_agents("ag-ui-corpus")
+    mounts = [Mount(f"/{key}", app=create_app(agent)) for key, agent in agents.items()]
     return Starlette(routes=mounts), agents
 
 

@@ -69,6 +69,19 @@ async def replay_raises(
     return caught.value, server
 
 
+def decoded(response: ModelResponse) -> tuple[Any, ...]:
+    """What a decoder made of a response, to compare two decodes of one body (at
+    different chunk splits): text, reasoning, calls, stop, usage and record."""
+    return (
+        response.text,
+        response.reasoning,
+        response.tool_calls,
+        response.stop_info,
+        response.usage,
+        response.provider_record,
+    )
+
+
 def decode_sse_chunks(decoder: Decoder, chunks: Iterable[bytes]) -> ModelResponse:
     """Sans-IO: SSE bytes, split as given, framed as the transport frames them."""
     framer = SSEFramer(1 << 30)

@@ -55,6 +55,20 @@ def counting_command() -> tuple[str, ...]:
     return (sys.executable, str(COUNTING))
 
 
+def counting_server(tmp_path: Path) -> tuple[Any, Path]:
+    """The counting stdio server (``need_mcp()`` first): its calls logged to
+    ``tmp_path/calls.jsonl`` (the path returned), its stderr to ``server.log``."""
+    from zett_agent.mcp import MCPServer
+
+    log = tmp_path / "calls.jsonl"
+    server = MCPServer.stdio(
+        *counting_command(),
+        env={"ZETT_MCP_CALLS": str(log)},
+        log=open(tmp_path / "server.log", "w"),  # noqa: SIM115
+    )
+    return server, log
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

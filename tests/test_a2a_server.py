@@ -34,14 +34,13 @@ from google.protobuf.struct_pb2 import Value
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
-from ag_ui_corpus import CASES, Case, thread_of
+from ag_ui_corpus import CASES, Case, case_agents, thread_of
 from serve_support import FINAL_DENIED, FINAL_WEATHER, make_agent, running_server, scenario_reply
-from zett_agent import Agent, AgentRunConfig, UserMessage
+from zett_agent import UserMessage
 from zett_agent.a2a import SERVER_STATES, create_a2a_app, task_state
-from zett_agent.model import Model
 from zett_agent.sessions import InMemorySessionStore
 from zett_agent.stop import StopInfo
-from zett_agent.testing import ReplayServer, ReplayTransport, Reply
+from zett_agent.testing import ReplayServer
 
 STATE_NAMES = {
     "completed": "TASK_STATE_COMPLETED",
@@ -103,31 +102,11 @@ def stop_of(task: dict[str, Any]) -> dict[str, Any] | None:
 
 @pytest.fixture(scope="module")
 def corpus() -> Iterator[tuple[str, dict[str, InMemorySessionStore]]]:
-    def reply(request: Any) -> Reply:
-        text = request.body.decode(errors="replace")
-        case = next(c for c in CASES if c.name in text)
-        from ag_ui_corpus import RECORDINGS
-
-        return Reply.file(RECORDINGS / case.name, status=case.status)
-
-    mounts, stores = [], {}
-    for case in CASES:
-        if case.key in stores:
-            continue
-        replay = ReplayTransport(route=reply)
-        model = Model(
-            case.vendor,
-            "m",
-            protocol=case.protocol,
-            base_url=replay.url,
-            api_key="test-key",
-            max_retries=0,
-            stream=case.stream,
-            client=replay.client(),
-        )
-        stores[case.key] = InMemorySessionStore()
-        agent = Agent(model, AgentRunConfig("a2a-corpus", max_turns=2))
-        mounts.append(Mount(f"/{case.key}", app=create_a2a_app(agent, stores[case.key])))
+    agents = case_agents("a2a-corpus")
+    stores = {key: InMemorySessionStore() for key in agents}
+    mounts = [
+        Mount(f"/{key}", app=create_a2a_app(agent, stores[key])) for key, agent in agents.items()
+    ]
     with running_server(Starlette(routes=mounts)) as url:
         yield url, stores
 

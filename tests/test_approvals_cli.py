@@ -64,15 +64,20 @@ def test_without_a_terminal_or_yes_the_run_exits_with_its_own_status() -> None:
     assert "waiting for approval: get_weather" in done.stderr
 
 
-def test_on_a_terminal_a_no_denies_the_call() -> None:
+def at_a_terminal(server: ReplayServer, typed: bytes) -> Any:
+    """``zett run --require-approval get_weather`` on a terminal where ``typed`` was typed."""
     master, slave = pty.openpty()
-    os.write(master, b"n\n")
+    os.write(master, typed)
+    try:
+        return zett(server, "--require-approval", "get_weather", "Weather?", stdin=slave)
+    finally:
+        os.close(slave)
+        os.close(master)
+
+
+def test_on_a_terminal_a_no_denies_the_call() -> None:
     with ReplayServer([weather_call(), answer("Fine, no weather.")]) as server:
-        try:
-            done = zett(server, "--require-approval", "get_weather", "Weather?", stdin=slave)
-        finally:
-            os.close(slave)
-            os.close(master)
+        done = at_a_terminal(server, b"n\n")
     assert done.returncode == 0, done.stderr
     result = tool_result(server)
     assert "denied at the terminal" in result["content"]
@@ -80,14 +85,8 @@ def test_on_a_terminal_a_no_denies_the_call() -> None:
 
 
 def test_on_a_terminal_a_yes_runs_the_call() -> None:
-    master, slave = pty.openpty()
-    os.write(master, b"y\n")
     with ReplayServer([weather_call(), answer("Rainy.")]) as server:
-        try:
-            done = zett(server, "--require-approval", "get_weather", "Weather?", stdin=slave)
-        finally:
-            os.close(slave)
-            os.close(master)
+        done = at_a_terminal(server, b"y\n")
     assert done.returncode == 0, done.stderr
     assert "Paris" in tool_result(server)["content"]
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from faults.wire import TOOL, WIRES, Call, Wire
+from faults.wire import TOOL, WHOLE_TEXT, WIRES, Call, Wire
 from sdk_shapes import CHECKS
 from zett_agent import (
     AgentRunConfig,
@@ -64,24 +64,6 @@ def streamed(request: pytest.FixtureRequest) -> bool:
     return bool(request.param)
 
 
-WHOLE_TEXT: dict[str, Any] = {
-    "anthropic": {
-        "type": "message",
-        "model": "m",
-        "content": [{"type": "text", "text": "ok"}],
-        "stop_reason": "end_turn",
-        "usage": {"input_tokens": 3, "output_tokens": 1},
-    },
-    "openai-chat": {
-        "choices": [{"message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]
-    },
-    "openai-responses": {
-        "status": "completed",
-        "output": [{"type": "message", "content": [{"type": "output_text", "text": "ok"}]}],
-    },
-    "gemini": {"candidates": [{"content": {"parts": [{"text": "ok"}]}, "finishReason": "STOP"}]},
-    "ollama": {"message": {"role": "assistant", "content": "ok"}, "done": True},
-}
 WHOLE_CALL: dict[str, Any] = {
     "anthropic": {
         "type": "message",

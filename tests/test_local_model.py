@@ -87,6 +87,15 @@ def local(server: LocalLlamaModel, **options: object) -> LocalLlamaModel:
     return model
 
 
+async def complete(server: LocalLlamaModel, request: ModelRequest) -> ModelResponse:
+    """``request`` answered by a :func:`local` model, closed after."""
+    model = local(server)
+    try:
+        return await model.complete(request)
+    finally:
+        await model.aclose()
+
+
 def plain(server: LocalLlamaModel, **options: object) -> Model:
     """A plain Model on the module's server: none of LocalLlamaModel's workarounds."""
     return Model("llamacpp", "smollm2", base_url=server.base_url, **options)  # type: ignore[arg-type]
@@ -324,11 +333,7 @@ class TestRealServer:
     pytestmark = needs_server
 
     async def test_plain_answer_ends_turn(self, server: LocalLlamaModel) -> None:
-        model = local(server)
-        try:
-            response = await model.complete(ask("Say hello.", max_tokens=48, stop_sequences=["\n"]))
-        finally:
-            await model.aclose()
+        response = await complete(server, ask("Say hello.", max_tokens=48, stop_sequences=["\n"]))
         assert response.stop_info.reason in (StopReason.END_TURN, StopReason.MAX_OUTPUT)
         assert response.stop_info.raw in ("stop", "length")
         assert response.tool_calls == ()
@@ -336,13 +341,9 @@ class TestRealServer:
             assert response.stop is None
 
     async def test_stop_sequence_is_a_normal_end(self, server: LocalLlamaModel) -> None:
-        model = local(server)
-        try:
-            response = await model.complete(
-                ask("Count from one to ten in words.", max_tokens=64, stop_sequences=[" "])
-            )
-        finally:
-            await model.aclose()
+        response = await complete(
+            server, ask("Count from one to ten in words.", max_tokens=64, stop_sequences=[" "])
+        )
         assert response.stop_info.reason is StopReason.END_TURN, response
         assert response.stop_info.raw == "stop"
 
@@ -350,13 +351,7 @@ class TestRealServer:
     async def test_tiny_max_tokens_is_max_output(
         self, server: LocalLlamaModel, stream: bool
     ) -> None:
-        model = local(server)
-        try:
-            response = await model.complete(
-                ask("Tell me a long story.", max_tokens=5, stream=stream)
-            )
-        finally:
-            await model.aclose()
+        response = await complete(server, ask("Tell me a long story.", max_tokens=5, stream=stream))
         assert response.stop_info.reason is StopReason.MAX_OUTPUT
         assert response.stop_info.raw == "length"
         assert response.stop is not None
@@ -366,36 +361,30 @@ class TestRealServer:
             assert response.usage.output_tokens == 5
 
     async def test_forced_tool_call_is_valid_json(self, server: LocalLlamaModel) -> None:
-        model = local(server)
-        try:
-            response = await model.complete(
-                ask(
-                    "What is the weather in Paris?",
-                    tools=[WEATHER],
-                    tool_choice="get_weather",
-                    max_tokens=48,
-                )
-            )
-        finally:
-            await model.aclose()
+        response = await complete(
+            server,
+            ask(
+                "What is the weather in Paris?",
+                tools=[WEATHER],
+                tool_choice="get_weather",
+                max_tokens=48,
+            ),
+        )
         assert response.stop_info.reason is StopReason.TOOL_USE
         assert [c.name for c in response.tool_calls] == ["get_weather"]
         assert isinstance(response.tool_calls[0].parsed_arguments(), dict)
 
     async def test_auto_tool_call_name_has_no_trailing_colon(self, server: LocalLlamaModel) -> None:
         """The server's legacy function_call.name is "get_weather:"; the call is not."""
-        model = local(server)
-        try:
-            response = await model.complete(
-                ask(
-                    "What is the weather in Paris?",
-                    tools=[WEATHER],
-                    tool_choice="auto",
-                    max_tokens=48,
-                )
-            )
-        finally:
-            await model.aclose()
+        response = await complete(
+            server,
+            ask(
+                "What is the weather in Paris?",
+                tools=[WEATHER],
+                tool_choice="auto",
+                max_tokens=48,
+            ),
+        )
         assert response.stop_info.reason in (StopReason.TOOL_USE, StopReason.END_TURN)
         for call in response.tool_calls:
             assert call.name == "get_weather"
@@ -431,14 +420,10 @@ class TestRealServer:
     async def test_local_model_sends_tool_requests_without_streaming(
         self, server: LocalLlamaModel
     ) -> None:
-        model = local(server)
         request = ask(
             "What is the weather in Paris?", tools=[WEATHER], tool_choice="auto", max_tokens=32
         )
-        try:
-            response = await model.complete(request)
-        finally:
-            await model.aclose()
+        response = await complete(server, request)
         assert response.stop_info.reason in (StopReason.TOOL_USE, StopReason.END_TURN)
         assert response.text or response.tool_calls, "an empty answer must not pass as an end"
 
@@ -454,11 +439,7 @@ class TestRealServer:
             body["messages"][1] = {**body["messages"][1], "content": None}
             raw = await client.post(server.base_url + "/chat/completions", json=body)
             assert raw.status_code == 500  # the server's fault, measured
-        model = local(server)
-        try:
-            response = await model.complete(request)
-        finally:
-            await model.aclose()
+        response = await complete(server, request)
         assert response.stop_info.reason in (
             StopReason.TOOL_USE,
             StopReason.END_TURN,

@@ -19,7 +19,7 @@ import pytest
 from mcp_helpers import (
     FAULTY,
     SERVERS,
-    counting_command,
+    counting_server,
     free_port,
     http_server,
     need_mcp,
@@ -108,13 +108,9 @@ async def test_a_stdio_server_killed_between_calls_gives_error_results_and_leavi
     tmp_path: Path,
 ) -> None:
     need_mcp()
-    from zett_agent.mcp import MCPServer, MCPTools
+    from zett_agent.mcp import MCPTools
 
-    log = tmp_path / "calls.jsonl"
-    server = MCPServer.stdio(
-        *counting_command(), env={"ZETT_MCP_CALLS": str(log)},
-        log=open(tmp_path / "server.log", "w"),  # noqa: SIM115
-    )  # fmt: skip
+    server, log = counting_server(tmp_path)
     async with MCPTools([server]) as tools:
         add = tools.tools["add"]
         assert (await add.call(ToolCall("a", "add", '{"a": 1, "b": 2}'))).content == "3"

@@ -16,7 +16,7 @@ import pytest
 from mcp_helpers import (
     SERVERS,
     calls_in,
-    counting_command,
+    counting_server,
     need_mcp,
     sent_tool_results,
     text_reply,
@@ -147,14 +147,9 @@ async def test_a_tool_that_disappears_answers_with_an_error_and_is_no_longer_off
     tmp_path: Path,
 ) -> None:
     need_mcp()
-    from zett_agent.mcp import MCPServer, MCPTools
+    from zett_agent.mcp import MCPTools
 
-    log = tmp_path / "calls.jsonl"
-    server = MCPServer.stdio(
-        *counting_command(),
-        env={"ZETT_MCP_CALLS": str(log)},
-        log=open(tmp_path / "server.log", "w"),  # noqa: SIM115
-    )
+    server, log = counting_server(tmp_path)
     replies = [
         tool_reply(("c1", "drop", '{"name": "add"}')),
         tool_reply(("c2", "add", '{"a": 1, "b": 2}')),  # the model still calls it
@@ -181,14 +176,9 @@ async def test_a_tool_that_disappears_answers_with_an_error_and_is_no_longer_off
 
 async def test_a_tool_that_comes_back_gets_its_old_name(tmp_path: Path) -> None:
     need_mcp()
-    from zett_agent.mcp import MCPServer, MCPTools
+    from zett_agent.mcp import MCPTools
 
-    log = tmp_path / "calls.jsonl"
-    server = MCPServer.stdio(
-        *counting_command(),
-        env={"ZETT_MCP_CALLS": str(log)},
-        log=open(tmp_path / "server.log", "w"),  # noqa: SIM115
-    )
+    server, log = counting_server(tmp_path)
     replies = [
         tool_reply(("c1", "grow", "{}")),
         tool_reply(("c2", "drop", '{"name": "late"}')),

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from faults.wire import WIRES, Wire
+from faults.wire import WIRES, Wire, whole_text
 from sdk_shapes import CHECKS
 from zett_agent import (
     Agent,
@@ -72,22 +72,9 @@ CUT_BODIES: dict[str, Any] = {  # a whole answer stopped by the output limit
     },
 }
 WHOLE_TEXT: dict[str, Any] = {
-    "anthropic": {
-        "type": "message",
-        "model": "m",
-        "content": [{"type": "text", "text": " dot."}],
-        "stop_reason": "end_turn",
-        "usage": {"input_tokens": 3, "output_tokens": 1},
-    },
-    "openai-chat": {
-        "choices": [{"message": {"role": "assistant", "content": " dot."}, "finish_reason": "stop"}]
-    },
-    "openai-responses": {
-        "status": "completed",
-        "output": [_output_message(" dot.")],
-    },
-    "gemini": {"candidates": [{"content": {"parts": [{"text": " dot."}]}, "finishReason": "STOP"}]},
-    "ollama": {"message": {"role": "assistant", "content": " dot."}, "done": True},
+    **whole_text(" dot."),
+    # the Responses message as the API sends it (replayed in the next request)
+    "openai-responses": {"status": "completed", "output": [_output_message(" dot.")]},
 }
 
 

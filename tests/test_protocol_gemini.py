@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import decode_sse_chunks, replay_call, replay_raises
+from helpers import decode_sse_chunks, decoded, replay_call, replay_raises
 from zett_agent import AssistantMessage, SystemMessage, ToolCall, ToolResultMessage, UserMessage
 from zett_agent._exchange import ModelRequest, ModelResponse, ToolSpec
 from zett_agent.errors import ProviderHTTPError, StreamError, ZettError
@@ -633,17 +633,6 @@ def test_without_tool_calls() -> None:
 # ---------------------------------------------------------------- fuzzing
 
 
-def _summary(response: ModelResponse) -> tuple[Any, ...]:
-    return (
-        response.text,
-        response.reasoning,
-        response.tool_calls,
-        response.stop_info,
-        response.usage,
-        response.provider_record,
-    )
-
-
 @pytest.mark.parametrize("path", SSE_FILES, ids=lambda p: p.name)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
@@ -651,7 +640,7 @@ def test_chunk_splits_do_not_matter(path: Path, data: st.DataObject) -> None:
     body = path.read_bytes()
     cuts = sorted(data.draw(st.sets(st.integers(1, len(body) - 1), max_size=30)))
     pieces = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
-    assert _summary(decode_chunks(pieces)) == _summary(decode_chunks([body]))
+    assert decoded(decode_chunks(pieces)) == decoded(decode_chunks([body]))
 
 
 _KEYS = st.sampled_from(

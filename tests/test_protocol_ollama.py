@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import replay_call, replay_raises
+from helpers import decoded, replay_call, replay_raises
 from zett_agent import AssistantMessage, SystemMessage, ToolCall, ToolResultMessage, UserMessage
 from zett_agent._exchange import ModelRequest, ModelResponse, ToolSpec
 from zett_agent.errors import (
@@ -337,13 +337,7 @@ def _decode(objects: list[str]) -> Any:
         response = decoder.finish()
     except ZettError as error:
         return type(error), str(error)
-    return (
-        response.text,
-        response.reasoning,
-        response.tool_calls,
-        response.stop_info,
-        response.usage,
-    )
+    return decoded(response)[:5]  # its record aside
 
 
 STREAM = [

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import decode_sse_chunks, replay_call, replay_raises
+from helpers import decode_sse_chunks, decoded, replay_call, replay_raises
 from zett_agent import AssistantMessage, SystemMessage, ToolCall, ToolResultMessage, UserMessage
 from zett_agent._exchange import ModelRequest, ModelResponse, ToolSpec
 from zett_agent.errors import (
@@ -563,17 +563,6 @@ def test_without_tool_calls() -> None:
 # ---------------------------------------------------------------- fuzzing
 
 
-def _summary(response: ModelResponse) -> tuple[Any, ...]:
-    return (
-        response.text,
-        response.reasoning,
-        response.tool_calls,
-        response.stop_info,
-        response.usage,
-        response.provider_record,
-    )
-
-
 @pytest.mark.parametrize("path", [FUNCTION_CALL, ERROR_THEN_FAILED])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
@@ -584,7 +573,7 @@ def test_chunk_splits_do_not_matter(path: Path, data: st.DataObject) -> None:
 
     def run(chunks: list[bytes]) -> Any:
         try:
-            return _summary(decode_chunks(chunks))
+            return decoded(decode_chunks(chunks))
         except ZettError as error:
             return type(error), str(error)
 

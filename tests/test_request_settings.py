@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from faults.wire import WIRES, Wire
+from faults.wire import WHOLE_TEXT, WIRES, Wire
 from sdk_shapes import CHECKS
 from zett_agent import AgentRunConfig, ConfigError, Model, ServerTool, UserMessage, create_agent
 from zett_agent._exchange import ModelRequest, ToolSpec
@@ -56,29 +56,7 @@ async def sent_body(
 def _whole(wire: Wire) -> Any:
     from zett_agent.testing import Reply
 
-    bodies: dict[str, Any] = {
-        "anthropic": {
-            "type": "message",
-            "model": "m",
-            "content": [{"type": "text", "text": "ok"}],
-            "stop_reason": "end_turn",
-            "usage": {"input_tokens": 3, "output_tokens": 1},
-        },
-        "openai-chat": {
-            "choices": [
-                {"message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
-            ]
-        },
-        "openai-responses": {
-            "status": "completed",
-            "output": [{"type": "message", "content": [{"type": "output_text", "text": "ok"}]}],
-        },
-        "gemini": {
-            "candidates": [{"content": {"parts": [{"text": "ok"}]}, "finishReason": "STOP"}]
-        },
-        "ollama": {"message": {"role": "assistant", "content": "ok"}, "done": True},
-    }
-    return Reply.json(bodies[wire.name])
+    return Reply.json(WHOLE_TEXT[wire.name])
 
 
 def check(wire: Wire, body: dict[str, Any]) -> None:

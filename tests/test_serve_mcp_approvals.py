@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,20 +24,13 @@ import pytest
 pytest.importorskip("starlette", reason="the serve extra (starlette, uvicorn) is not installed")
 
 from helpers import default_sigint
-from mcp_helpers import COUNTING, calls_in, need_mcp
+from mcp_helpers import COUNTING, calls_in, free_port, need_mcp
 from serve_support import chat_body, read_chunks
 from test_mcp_cli import answer, call_reply
 from test_serve_approvals import answered, send, session
 from zett_agent.testing import ReplayServer
 
 pytestmark = pytest.mark.mcp
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def zett_serve(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:

@@ -18,15 +18,18 @@ few named steps, until a step ends the run or ``max_turns`` is reached:
                     COMPLETE: end unless a stop hook vetoes; END: end
 ==================  ==========================================================
 
-Guardrails (:mod:`zett_agent._guardrails`): the input guardrails start beside the
-run's first ``_call_model`` (its deltas held back meanwhile) and are awaited before
-``_settle``; a tripwire stores the answer with the guardrail's stop
+Guardrails (:mod:`zett_agent._run_guardrails`, a run's
+:class:`~zett_agent._run_guardrails.RunGuardrails`): the input guardrails start
+beside the run's first ``_call_model`` (its deltas held back meanwhile) and are
+awaited before ``_settle``; a tripwire stores the answer with the guardrail's stop
 (``_store_tripped``) and ends the run, no step of the table acting on it. Output
 guardrails run in ``_store_answer`` on an answer that would COMPLETE the run.
 
-Budgets (:mod:`zett_agent.model._budgets`): checked before each call like
-``max_turns``, and after an answer whose step is RUN_TOOLS: when that answer crossed
-a budget its calls are answered "not run" and the run ends (``_not_run_over_budget``).
+Budgets (:mod:`zett_agent._run_budget`; the ledger is
+:class:`~zett_agent.model._budgets.RunBudget`): checked before each call like
+``max_turns`` (``_limit_reached``), and after an answer whose step is RUN_TOOLS or
+RETRY_OUTPUT: when that answer crossed a budget its calls are answered "not run"
+(:func:`~zett_agent._run_budget.not_run`) and the run ends.
 
 A structured run (``output_type``) judges each answer before it is stored
 (:meth:`~zett_agent._structured.StructuredRun.judge`; the stop decides first) and the
@@ -58,14 +61,7 @@ from zett_agent._clock import loop_time, wall_now
 from zett_agent._conversation import Conversation
 from zett_agent._events import _TOOL_EVENTS, AgentEvent, AgentEventType, DeltaEvents
 from zett_agent._exchange import ModelRequest, ModelResponse, TextDelta
-from zett_agent._guardrails import (
-    GuardrailKind,
-    InputGuard,
-    Tripped,
-    as_guardrails,
-    checked,
-    tripped_answer,
-)
+from zett_agent._guardrails import Tripped
 from zett_agent._messages import (
     AssistantMessage,
     Message,
@@ -84,9 +80,10 @@ from zett_agent._recovery import (
     failed_call,
 )
 from zett_agent._resume import PartialAnswer, ResumePlan, is_cancellation, prefill_rejected
+from zett_agent._run_budget import counting_in, not_run, run_ledger, stops_tools
+from zett_agent._run_guardrails import RunGuardrails
 from zett_agent._structured import Outcome, PartialOutputs, StructuredRun, Verdict
 from zett_agent._telemetry import Telemetry, log_step
-from zett_agent.model._budgets import BUDGET_NOT_RUN, CURRENT_LEDGER, RunBudget
 from zett_agent.model._model import ModelClient, stream_chunks
 from zett_agent.protocols._builder import apply_output_limit
 from zett_agent.stop import StopInfo, StopReason
@@ -174,12 +171,7 @@ class _Run:
         self.telemetry = Telemetry(self.config.tracer_provider, enabled=self.config.telemetry)
         self.span: Any = None
         self.usage = Usage()
-        self.budget = RunBudget(
-            priced=self.config.cost,
-            max_cost=self.config.max_cost,
-            max_total_tokens=self.config.max_total_tokens,
-            parent=CURRENT_LEDGER.get(),  # a run started by a run's tool: one ledger
-        )
+        self.budget = run_ledger(self.config)  # a run started by a run's tool: one ledger
         self.resuming = plan is not None
         self.tools = ToolGate(
             agent.tools,
@@ -197,14 +189,9 @@ class _Run:
         )
         self.screening = Screening()  # the last answer's calls, after the gate's rules 1-3
         self.end_after_tools = False  # a pause out of continuations: its calls, then end
-        self.budget_stop: AssistantMessage | None = None  # the marker of a crossed budget
-        self.input_guardrails = as_guardrails(self.config.input_guardrails)
-        self.output_guardrails = as_guardrails(self.config.output_guardrails)
         # a durable run checks one step after another (its steps' order is replayed)
-        self.guard_concurrent = not getattr(agent, "guardrails_before_model", False)
-        self.guard_input: UserMessage | None = None  # the prompt the input guardrails check
-        self.guard: InputGuard | None = None  # input guardrails checking, deltas held
-        self.tripped: tuple[Tripped, GuardrailKind] | None = None
+        concurrent = not getattr(agent, "guardrails_before_model", False)
+        self.guardrails = RunGuardrails(self.config, self.budget, concurrent=concurrent)
 
     # ------------------------------------------------------------ the loop
 
@@ -225,39 +212,34 @@ class _Run:
             if prompt is not None:
                 asked = prompt if isinstance(prompt, UserMessage) else UserMessage(prompt)
                 await self.conversation.add(asked)
-            self.guard_input = self._guarded_input()
+            # a run that brings no new input (an approval's continuation, a resume)
+            new_input = self.decided is None and not self.resuming
+            self.guardrails.arm(self.conversation.messages, new_input=new_input)
             if self.decided is not None:
                 async for event in self._run_decided(*self.decided):
                     yield event
             while True:
-                if self.step >= self.config.max_turns:  # retries count
-                    final = self._max_turns()
+                limit = self._limit_reached()  # max_turns, max_cost, max_total_tokens
+                if limit is not None:
+                    reached, final = limit
                     await self.conversation.add(final)
-                    yield self.event(_E.MAX_TURNS_REACHED, stop=final.stop, message=final)
-                    break
-                spent = self.budget.exhausted(self.model)  # max_cost, max_total_tokens
-                if spent is not None:
-                    final = spent
-                    await self.conversation.add(final)
-                    yield self.event(_E.BUDGET_REACHED, stop=final.stop, message=final)
+                    yield self.event(reached, stop=final.stop, message=final)
                     break
                 self.step += 1
                 call = await self._next_call()
-                if self.guard_input is not None:  # beside the run's first model call
-                    await self._start_input_guard()
+                await self.guardrails.start()  # beside the run's first model call
                 async with aclosing(self._call_model(call)) as streamed:
                     async for event in streamed:
                         yield event
-                if self.guard is not None and not call.prefill_refused:
-                    guard, self.guard = self.guard, None
-                    tripped = await guard.verdict()
+                if self.guardrails.checking and not call.prefill_refused:
+                    tripped, held = await self.guardrails.input_verdict()
                     if tripped is not None:  # final: no recovery, no tool, no retry
                         final = await self._store_tripped(call, tripped)
                         yield self.event(_E.MODEL_COMPLETED, message=final)
                         yield self.event(_E.MODEL_STOPPED, stop=final.stop, message=final)
                         yield self._tripped_event(final)
                         break
-                    for event in guard.held:  # passed: what was held back is shown
+                    for event in held:  # passed: what was held back is shown
                         yield event
                 if call.prefill_refused:  # ask with a continuation turn instead
                     self.step -= 1  # the refused call does not count
@@ -276,7 +258,7 @@ class _Run:
                 stopped = answer.stop is not None and not answer.stop.ok  # abnormal only (seed)
                 if stopped and (step is not Step.CONTINUE or recovery is not None):
                     yield self.event(_E.MODEL_STOPPED, stop=answer.stop, message=answer)
-                if self.tripped is not None:  # an output guardrail: the run ends here
+                if self.guardrails.tripped is not None:  # an output guardrail: the run ends here
                     final = answer
                     yield self._tripped_event(answer)
                     break
@@ -293,12 +275,13 @@ class _Run:
                             await self.conversation.add(message)
 
                 if step in (Step.RUN_TOOLS, Step.RETRY_OUTPUT) and answer.tool_calls:
-                    over = self._over_budget()
+                    over = stops_tools(self.budget, self.config, self.model)
                     if over is not None:  # the call that crossed finishes; its tools never start
-                        async for event in self._not_run_over_budget(answer, over):
+                        calls = self._calls_of(answer)
+                        results, final = not_run(calls, self.screening.answered, over)
+                        async for event in self._store_results(calls, results):
                             yield event
-                        final = self.budget_stop
-                        assert final is not None
+                        await self.conversation.add(final)
                         yield self.event(_E.BUDGET_REACHED, stop=final.stop, message=final)
                         break
 
@@ -336,8 +319,7 @@ class _Run:
             failure = exc
             raise
         finally:
-            if self.guard is not None:
-                self.guard.cancel()
+            self.guardrails.cancel()
             self.telemetry.end_run(
                 self.span,
                 final=final,
@@ -382,7 +364,7 @@ class _Run:
         deltas = DeltaEvents(self.run_id, self.step)  # one event per chunk: the hot path
         text = received.text
         partials = PartialOutputs(self.structured) if self.structured is not None else None
-        guard = self.guard
+        guard = self.guardrails.guard
         try:
             # a Model passes each network chunk's events as one list: one hop per chunk
             async with aclosing(stream_chunks(call.model, call.request)) as stream:
@@ -472,20 +454,23 @@ class _Run:
                 kept = tuple(c for c in message.tool_calls if c not in outputs)
                 screened = message.replace(tool_calls=kept)
         completes = (_STEP_FOR[self.verdict.outcome] if self.verdict else None) or step
-        if self.output_guardrails and judged and call.error is None and completes is Step.COMPLETE:
-            tripped = await checked(
-                self.output_guardrails, message, self.budget, concurrent=self.guard_concurrent
-            )
-            if tripped is not None:  # replaces the answer; nothing of it is the result
-                self.tripped, self.verdict = (tripped, "output"), None
-                message = tripped_answer(message, tripped, "output")
-                screened = message
+        if judged and call.error is None and completes is Step.COMPLETE:
+            guarded = await self.guardrails.check_output(message)
+            if guarded is not None:  # replaces the answer; nothing of it is the result
+                message = screened = guarded
+                self.verdict = None
         self.screening = self.tools.screen(screened, call.request, answered=repeated)
         if self.screening.not_offered:  # the host hears of calls the request never allowed
             stop = (message.stop or response.stop_info).with_detail(
                 **{NOT_OFFERED_TOOL_CALLS: list(self.screening.not_offered)}
             )
             message = message.replace(stop=stop)
+        return await self._keep_answer(call, response, message)
+
+    async def _keep_answer(
+        self, call: _Call, response: ModelResponse, message: AssistantMessage
+    ) -> AssistantMessage:
+        """Store an answer, count its usage in the run and its ledger, log the step."""
         answer = await self.conversation.add_answer(message, self.agent.model)
         self.usage = self.usage + answer.usage
         self.budget.add(answer, failed=call.error is not None)
@@ -511,8 +496,7 @@ class _Run:
         announced after the others and left in ``self.pending``."""
         screening = self.screening
         waiting = screening.waiting
-        outputs = self.structured.output_calls(answer) if self.structured is not None else []
-        calls = [c for c in answer.tool_calls if c not in waiting and c not in outputs]
+        calls = [c for c in self._calls_of(answer) if c not in waiting]
         for call in calls:
             yield self.event(_E.TOOL_CALL_STARTED, tool_call=call)
         results: dict[str, ToolResultMessage] = {}
@@ -525,31 +509,9 @@ class _Run:
             for call in waiting:
                 yield self.event(_E.TOOL_APPROVAL_REQUESTED, tool_call=call, approval=self.pending)
 
-    def _guarded_input(self) -> UserMessage | None:
-        """What the input guardrails check: the run's prompt, or (a run on a
-        stored history, as serve starts one) the user message the history ends
-        with; None for a run that brings no new input (an approval's
-        continuation, a resume) or without input guardrails."""
-        if not self.input_guardrails or self.decided is not None or self.resuming:
-            return None
-        messages = self.conversation.messages
-        last = messages[-1] if messages else None
-        return last if isinstance(last, UserMessage) else None
-
-    async def _start_input_guard(self) -> None:
-        """The input guardrails, as a task beside the first model call (in a
-        durable run: awaited before it)."""
-        asked, self.guard_input = self.guard_input, None
-        self.guard = InputGuard(
-            self.input_guardrails, asked, self.budget, concurrent=self.guard_concurrent
-        )
-        if not self.guard_concurrent:
-            await self.guard.wait()
-
     async def _store_tripped(self, call: _Call, tripped: Tripped) -> AssistantMessage:
         """The first answer, stopped by an input guardrail: stored without its
         content, its usage counted; no hook, recovery or verdict acts on it."""
-        self.tripped = (tripped, "input")
         if call.error is None and call.response is not None:
             response = call.response
             message = response.to_message(call.model.provider)
@@ -558,51 +520,30 @@ class _Run:
             assert call.error is not None
             response = failed_call(call.error, call.model)
             message = response.to_message(call.model.provider)
-        answer = tripped_answer(message, tripped, "input")
+        answer = self.guardrails.trip_input(message, tripped)
         self.telemetry.end_chat(call.span, response, error=call.error)
-        answer = await self.conversation.add_answer(answer, self.agent.model)
-        self.usage = self.usage + answer.usage
-        self.budget.add(answer, failed=call.error is not None)
-        self._log_step(call, response)
-        return answer
+        return await self._keep_answer(call, response, answer)
 
     def _tripped_event(self, answer: AssistantMessage) -> AgentEvent:
-        assert self.tripped is not None
-        tripped, kind = self.tripped
-        data = {"guardrail": tripped.name, "kind": kind, "reason": tripped.reason}
+        data = self.guardrails.tripped_data()
         return self.event(_E.GUARDRAIL_TRIPPED, stop=answer.stop, message=answer, data=data)
 
-    def _over_budget(self) -> AssistantMessage | None:
-        """The budget marker when a budget is used up and the host did not opt in
-        to finishing the crossing answer's tool calls
-        (``AgentRunConfig.finish_tools_over_budget``)."""
-        if self.config.finish_tools_over_budget:
-            return None
-        return self.budget.exhausted(self.model)
-
-    async def _not_run_over_budget(
-        self, answer: AssistantMessage, marker: AssistantMessage
-    ) -> AsyncIterator[AgentEvent]:
-        """The crossing answer's calls, answered without starting (calls rules 1-3
-        already answered keep that answer); the marker, naming them in
-        ``detail["not_run_tool_calls"]``, is stored as :attr:`budget_stop`."""
+    def _calls_of(self, answer: AssistantMessage) -> list[ToolCall]:
+        """The answer's tool calls, without a structured run's output calls (they
+        never pass the gate)."""
         outputs = self.structured.output_calls(answer) if self.structured is not None else []
-        calls = [c for c in answer.tool_calls if c not in outputs]
-        answered = self.screening.answered
-        not_run: list[str] = []
+        return [c for c in answer.tool_calls if c not in outputs]
+
+    async def _store_results(
+        self, calls: list[ToolCall], results: list[ToolResultMessage]
+    ) -> AsyncIterator[AgentEvent]:
+        """Results of calls that did not start (one per call), stored and reported;
+        the run's messages then hold them in the calls' order."""
         start = len(self.conversation.messages)
-        for call in calls:
-            result = answered.get(call.id)
-            if result is None:
-                result = ToolResultMessage(call.id, call.name, BUDGET_NOT_RUN, is_error=True)
-                not_run.append(call.name)
+        for call, result in zip(calls, results, strict=True):
             await self.conversation.add(result)
             yield self.event(_E.TOOL_CALL_COMPLETED, tool_call=call, tool_result=result)
         self.conversation.order_results(start, [c.id for c in calls])
-        assert marker.stop is not None
-        stop = marker.stop.with_detail(not_run_tool_calls=not_run)
-        self.budget_stop = marker.replace(stop=stop)
-        await self.conversation.add(self.budget_stop)
 
     async def _gate_calls(
         self,
@@ -621,11 +562,10 @@ class _Run:
             results[calls[index].id] = result
             await self.conversation.add(result)
 
-        ledger = CURRENT_LEDGER.set(self.budget)  # runs the tools start count here
         try:
-            await self.tools.run(calls, self.span, keep, answered=answered)
+            with counting_in(self.budget):  # runs the tools start count here
+                await self.tools.run(calls, self.span, keep, answered=answered)
         finally:
-            CURRENT_LEDGER.reset(ledger)
             self.conversation.order_results(start, [c.id for c in calls])
 
     async def _reporting(
@@ -767,6 +707,14 @@ class _Run:
             provider_record=self.model.without_tool_calls(response.provider_record),
         )
 
+    def _limit_reached(self) -> tuple[AgentEventType, AssistantMessage] | None:
+        """Before a model call: the event and the marker the run ends with when
+        ``max_turns`` (retries count) or a budget is used up, else None."""
+        if self.step >= self.config.max_turns:
+            return _E.MAX_TURNS_REACHED, self._max_turns()
+        spent = self.budget.exhausted(self.model)
+        return (_E.BUDGET_REACHED, spent) if spent is not None else None
+
     def _max_turns(self) -> AssistantMessage:
         """The run's last message when ``max_turns`` is used up: an empty answer
         whose stop says so. It is stored (a session shows why the run ended, as
@@ -804,11 +752,8 @@ class _Run:
             run_id=self.run_id,
             step=self.step,
         )
-        ledger = CURRENT_LEDGER.set(self.budget)  # a recovery's model calls count here
-        try:
+        with counting_in(self.budget):  # a recovery's model calls count here
             return await self.recoveries.ask(self.agent.extensions, context)
-        finally:
-            CURRENT_LEDGER.reset(ledger)
 
     # ------------------------------------------------------------ events and requests
 
@@ -837,14 +782,11 @@ class _Run:
         )
         if self.structured is not None:  # the output: a native format, or output tools
             request = self.structured.prepare(request, self.model)
-        ledger = CURRENT_LEDGER.set(self.budget)  # a hook's model calls count here
-        try:
+        with counting_in(self.budget):  # a hook's model calls count here
             for extension in self.agent.extensions:
                 changed = await _maybe_await(extension.before_model(request))
                 if isinstance(changed, ModelRequest):
                     request = changed
-        finally:
-            CURRENT_LEDGER.reset(ledger)
         return request
 
     def _tool_choice(self) -> str | None:

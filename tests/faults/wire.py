@@ -19,6 +19,35 @@ TOOL = "write_note"
 CALL_ID = "call_1"
 
 
+def whole_text(text: str) -> dict[str, Any]:
+    """A whole (non-streamed) answer holding ``text`` that ends normally, per protocol."""
+    return {
+        "anthropic": {
+            "type": "message",
+            "model": "m",
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 3, "output_tokens": 1},
+        },
+        "openai-chat": {
+            "choices": [
+                {"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            ]
+        },
+        "openai-responses": {
+            "status": "completed",
+            "output": [{"type": "message", "content": [{"type": "output_text", "text": text}]}],
+        },
+        "gemini": {
+            "candidates": [{"content": {"parts": [{"text": text}]}, "finishReason": "STOP"}]
+        },
+        "ollama": {"message": {"role": "assistant", "content": text}, "done": True},
+    }
+
+
+WHOLE_TEXT = whole_text("ok")
+
+
 def sse(data: Any, event: str | None = None) -> bytes:
     text = data if isinstance(data, str) else json.dumps(data)
     head = f"event: {event}\n" if event else ""

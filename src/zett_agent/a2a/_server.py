@@ -43,7 +43,6 @@ from typing import Any
 
 import anyio
 from starlette.applications import Starlette
-from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -55,7 +54,7 @@ from zett_agent.serve._ag_ui_route import EventStreamResponse
 from zett_agent.serve._context import DEFAULT_MAX_BODY_BYTES, ServeSettings, read_json
 from zett_agent.serve._history import continuation
 from zett_agent.serve._request import RequestError, valid_session_id
-from zett_agent.serve._security import Guard, is_loopback
+from zett_agent.serve._security import guard_middleware, is_loopback
 from zett_agent.sessions import InMemorySessionStore, SessionStore
 from zett_agent.tools._approvals import ApprovalConflictError, Decision
 
@@ -379,13 +378,8 @@ def create_a2a_app(
             Route("/api/a2a", _rpc, methods=["POST"]),
         ],
         middleware=[
-            Middleware(
-                Guard,
-                bind_host=settings.host,
-                token=settings.token,
-                allowed_hosts=settings.allowed_hosts,
-                cors_origins=settings.cors_origins,
-                max_body_bytes=settings.max_body_bytes or DEFAULT_MAX_BODY_BYTES,
+            guard_middleware(
+                settings, max_body_bytes=settings.max_body_bytes or DEFAULT_MAX_BODY_BYTES
             )
         ],
         lifespan=lifespan,

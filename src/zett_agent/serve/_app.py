@@ -99,7 +99,7 @@ from ._routes import (
     sessions,
     stored_part_bytes,
 )
-from ._security import Guard, error_response, is_loopback
+from ._security import error_response, guard_middleware, is_loopback
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -167,17 +167,8 @@ def create_app(
                 await agent.aclose()
                 await client.store.aclose()
 
-    middleware = [
-        Middleware(
-            Guard,
-            bind_host=settings.host,
-            token=settings.token,
-            allowed_hosts=settings.allowed_hosts,
-            cors_origins=settings.cors_origins,
-            max_body_bytes=settings.max_body_bytes,
-            path_body_bytes={"/api/chat": settings.max_chat_body_bytes},
-        )
-    ]
+    chat_limit = {"/api/chat": settings.max_chat_body_bytes}
+    middleware = [guard_middleware(settings, path_body_bytes=chat_limit)]
     if settings.cors_origins:
         middleware.insert(
             0,

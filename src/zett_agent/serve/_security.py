@@ -16,7 +16,9 @@
   one: ``POST /api/chat`` carries attachments) is refused before reading (413);
   bodies without one are counted as they are read (``read_json``).
 
-Every refusal is a JSON body ``{"error": {"status", "message"}}``.
+Every refusal is a JSON body ``{"error": {"status", "message"}}``. Both apps that
+face a network (``create_app`` and ``create_a2a_app``) put it in front of their
+routes with :func:`guard_middleware`, from their ``ServeSettings``.
 """
 
 from __future__ import annotations
@@ -24,12 +26,23 @@ from __future__ import annotations
 import hmac
 import ipaddress
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from starlette.middleware import Middleware
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["LOOPBACK_HOSTS", "Guard", "error_response", "host_name", "is_loopback"]
+if TYPE_CHECKING:
+    from ._context import ServeSettings
+
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "Guard",
+    "error_response",
+    "guard_middleware",
+    "host_name",
+    "is_loopback",
+]
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -129,6 +142,26 @@ class Guard:
             return True
         scheme = scope.get("scheme", "http")
         return origin == f"{scheme}://{host.strip().lower()}"
+
+
+def guard_middleware(
+    settings: ServeSettings,
+    *,
+    max_body_bytes: int | None = None,
+    path_body_bytes: Mapping[str, int] | None = None,
+) -> Middleware:
+    """The :class:`Guard` in front of an app's routes, from ``settings`` (its host,
+    token, allowed hosts and CORS origins); ``max_body_bytes`` None:
+    ``settings.max_body_bytes``; ``path_body_bytes``: a path's own limit."""
+    return Middleware(
+        Guard,
+        bind_host=settings.host,
+        token=settings.token,
+        allowed_hosts=settings.allowed_hosts,
+        cors_origins=settings.cors_origins,
+        max_body_bytes=settings.max_body_bytes if max_body_bytes is None else max_body_bytes,
+        path_body_bytes=path_body_bytes,
+    )
 
 
 def _headers(scope: Scope) -> dict[str, str]:

@@ -26,6 +26,25 @@ def run_call(tools: ToolBox, name: str | None, arguments: Any) -> bool:
     return True
 
 
+_INCOMPLETE = {"max_output_tokens": "max_output", "content_filter": "refusal"}
+
+
+def responses_stop(
+    status: str | None, reason: str | None, *, calls: bool, unknown: str | None
+) -> str | None:
+    """The stop an OpenAI Responses ``status`` (and ``incomplete_details.reason``)
+    says, read as a host reads it: ``completed`` is tool_use with calls, else
+    end_turn; ``incomplete`` by its reason (other when it is none of the table's);
+    ``failed`` interrupted; any other status ``unknown``."""
+    if status == "completed":
+        return "tool_use" if calls else "end_turn"
+    if status == "incomplete":
+        return _INCOMPLETE.get(reason or "", "other")
+    if status == "failed":
+        return "interrupted"
+    return unknown
+
+
 def error_raw(exc: BaseException) -> list[str]:
     """The provider's codes a host can read on an SDK error: ``code``, ``type``,
     and the ``error.type`` / ``error.code`` / ``error.status`` of its body."""

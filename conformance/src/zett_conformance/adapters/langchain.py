@@ -31,7 +31,7 @@ from langchain_openai import ChatOpenAI
 from .._cases import Case
 from .._run import Observation
 from .._tools import TOOL_SCHEMA, ToolBox
-from ._common import error_raw, run_call, short
+from ._common import error_raw, responses_stop, run_call, short
 
 NAME = "langchain"
 PROTOCOLS = frozenset({"anthropic", "openai-chat", "openai-responses"})
@@ -116,16 +116,7 @@ def run(case: Case, base_url: str, tools: ToolBox) -> Observation:
         details = meta.get("incomplete_details") or {}
         reason = details.get("reason") if isinstance(details, dict) else None
         raw = [v for v in (status, reason) if v]
-        if status == "completed":
-            stop = "tool_use" if calls else "end_turn"
-        elif status == "incomplete":
-            stop = {"max_output_tokens": "max_output", "content_filter": "refusal"}.get(
-                reason or "", "other"
-            )
-        elif status == "failed":
-            stop = "interrupted"
-        else:
-            stop = None
+        stop = responses_stop(status, reason, calls=bool(calls), unknown=None)
     if refusal:
         stop = "refusal"
     for call in calls:

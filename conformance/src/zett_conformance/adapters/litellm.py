@@ -20,7 +20,7 @@ import litellm
 from .._cases import Case
 from .._run import Observation
 from .._tools import TOOL_SCHEMA, ToolBox
-from ._common import error_raw, run_call, short
+from ._common import error_raw, responses_stop, run_call, short
 
 NAME = "litellm"
 PROTOCOLS = frozenset({"anthropic", "openai-chat", "gemini", "ollama"})
@@ -168,18 +168,9 @@ def _responses(case: Case, base_url: str, tools: ToolBox) -> Observation:
     status = getattr(response, "status", None)
     details = getattr(response, "incomplete_details", None)
     reason = _field(details, "reason")
+    stop = responses_stop(status, reason, calls=bool(calls), unknown=None)
     if refusal:
         stop = "refusal"
-    elif status == "completed":
-        stop = "tool_use" if calls else "end_turn"
-    elif status == "incomplete":
-        stop = {"max_output_tokens": "max_output", "content_filter": "refusal"}.get(
-            reason or "", "other"
-        )
-    elif status == "failed":
-        stop = "interrupted"
-    else:
-        stop = None
     for call in calls:
         run_call(tools, call["name"], call["arguments"])
     return Observation(stop, raw=[v for v in (status, reason) if v], text=text + refusal,

@@ -25,7 +25,7 @@ import openai
 from .._cases import Case
 from .._run import Observation
 from .._tools import TOOL_SCHEMA, ToolBox
-from ._common import error_raw, run_call, short
+from ._common import error_raw, responses_stop, run_call, short
 
 NAME = "openai-sdk"
 PROTOCOLS = frozenset({"openai-chat", "openai-responses"})
@@ -150,18 +150,9 @@ def _responses(
     raw = [v for v in (status, reason) if v]
     if response.error is not None:
         raw.append(str(response.error.code))
+    stop = responses_stop(status, reason, calls=bool(calls), unknown="other")
     if refusal:
         stop = "refusal"
-    elif status == "completed":
-        stop = "tool_use" if calls else "end_turn"
-    elif status == "incomplete":
-        stop = {"max_output_tokens": "max_output", "content_filter": "refusal"}.get(
-            reason or "", "other"
-        )
-    elif status == "failed":
-        stop = "interrupted"
-    else:
-        stop = "other"
     for call in calls:
         run_call(tools, call["name"], call["arguments"])
     return Observation(stop, raw=raw + error_codes, text=text + refusal,

@@ -117,6 +117,8 @@ def test_worker_submit_and_runs_on_one_sqlite_file(
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert done.stdout.split() == ["r1", "Noted", "x."]
+        waiting = "ENQUEUED" if engine.name == "dbos" else "PENDING"  # each engine's word
+        assert f"waits in the queue ({waiting}) for a worker" in " ".join(done.stderr.split())
         again = zett(
             "submit", "--agent", "noter", "--session", "s", "--run-id", "r1", "note x", env=env
         )

@@ -168,7 +168,7 @@ def submit(
             _err().print(
                 f"⚠ no run of agent {agent!r} is known here"
                 + (f" (agents of earlier runs: {', '.join(sorted(seen))})" if seen else "")
-                + ": the run waits in the queue (ENQUEUED) for a worker that has it, "
+                + f": the run waits in the queue ({runs.waiting}) for a worker that has it, "
                 "and a worker without it fails it (zett runs status " + submitted + ")",
                 markup=False, highlight=False, soft_wrap=True,
             )  # fmt: skip

@@ -132,6 +132,8 @@ class Runs(Protocol):
     have raises :class:`NotOnThisEngineError`."""
 
     sessions: SessionStore | None
+    waiting: str
+    """The status of a run no worker has taken yet."""
 
     async def aclose(self) -> None: ...
 
@@ -258,6 +260,8 @@ class DurableRuns(DecidingRuns):
 
     Raises :class:`ConfigError` when the database cannot be reached.
     """
+
+    waiting = "ENQUEUED"
 
     def __init__(self, system_database_url: str, *, sessions: SessionStore | None = None) -> None:
         self.sessions = sessions

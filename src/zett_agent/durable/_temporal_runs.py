@@ -105,6 +105,7 @@ class TemporalRuns(DecidingRuns):
     """
 
     _engine_class = "TemporalRuns(address, sessions=store)"
+    waiting = "PENDING"  # Temporal has no queue state of its own
 
     def __init__(
         self,

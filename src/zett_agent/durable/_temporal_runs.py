@@ -43,7 +43,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zett_agent._messages import AssistantMessage
 from zett_agent.durable._agent import final_of, new_run_id
@@ -360,3 +360,10 @@ class TemporalRuns(DecidingRuns):
 def _one_line(error: BaseException) -> str:
     text = " ".join(str(error).split()) or type(error).__name__
     return text if len(text) <= 300 else text[:297] + "..."
+
+
+if TYPE_CHECKING:  # both engines' runs are what the command line uses (checked by mypy)
+    from zett_agent.durable._runs import DurableRuns, Runs
+
+    def _both_are_runs(dbos: DurableRuns, temporal: TemporalRuns) -> tuple[Runs, Runs]:
+        return dbos, temporal

@@ -18,7 +18,7 @@ pytest.importorskip("dbos", reason="durable runs need the 'durable' extra (dbos)
 
 from dbos import DBOS
 
-from durable_engines import Engine, engine, step_names, temporal_server
+from durable_engines import Engine, TemporalEngine, engine, step_names, temporal_server
 from zett_agent import (
     Agent,
     AgentClient,
@@ -40,6 +40,7 @@ from zett_agent.durable import (
     DurableAgent,
     DurableConfig,
     DurableRuns,
+    TemporalRuns,
     ashutdown,
     decided_run_id,
     launch,
@@ -142,14 +143,16 @@ async def test_a_denied_durable_call_never_runs(durable: DurableAgent) -> None:
 async def test_a_client_decides_a_durable_request_only_by_handing_it_to_the_workers(
     durable: DurableAgent, tmp_path: Path, engine: Engine
 ) -> None:
-    if engine.name != "dbos":
-        pytest.skip("DurableRuns (the handoff) watches DBOS's runs; zett runs is DBOS's")
     await durable.run("bill ACME", session_id="s", run_id="r3")
     plain = AgentClient(durable.agent, durable.store)
     with pytest.raises(ConfigError, match="zett runs approve r3"):
         await plain.approve("s", {"c1": approve()})
     assert not [r for r in await durable.store.rows("s") if isinstance(r.message, ApprovalDecision)]
-    runs = DurableRuns(f"sqlite:///{tmp_path / 'dbos.sqlite3'}", sessions=durable.store)
+    runs: DurableRuns | TemporalRuns = (
+        DurableRuns(f"sqlite:///{tmp_path / 'dbos.sqlite3'}", sessions=durable.store)
+        if not isinstance(engine, TemporalEngine)
+        else TemporalRuns(engine.server.address, namespace=engine.namespace, sessions=durable.store)
+    )
     async with runs:
         assert (await runs.pending_approval("r3")) is not None
         handing = AgentClient(durable.agent, durable.store, handoff=runs)

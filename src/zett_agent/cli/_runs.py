@@ -19,7 +19,16 @@ import typer
 from zett_agent.cli._main import OneLineCommands, app
 from zett_agent.cli._main import err_console as _err
 from zett_agent.cli._main import out_console as _out
-from zett_agent.cli._worker import DbOption, SessionsOption
+from zett_agent.cli._worker import (
+    DbOption,
+    EngineChoice,
+    EngineName,
+    EngineOption,
+    NamespaceOption,
+    SessionsOption,
+    TaskQueueOption,
+    TemporalAddressOption,
+)
 
 __all__ = ["runs_app", "submit"]
 
@@ -34,24 +43,51 @@ runs_app = typer.Typer(
 app.add_typer(runs_app)
 
 
-def _with_runs(db: str | None, sessions: str, work: Callable[[Any], Awaitable[_T]]) -> _T:
+def _open_runs(engine: EngineChoice, db: str | None, sessions: str) -> Any:
+    """The runs of ``engine`` (a :class:`~zett_agent.durable._runs.Runs`), not
+    entered yet: the one place the command line picks an engine's client."""
+    if engine.temporal:
+        from zett_agent.durable._temporal_runs import TemporalRuns
+
+        return TemporalRuns(
+            engine.address, namespace=engine.namespace, task_queue=engine.task_queue
+        )
+    from zett_agent.durable._runs import DurableRuns
+    from zett_agent.durable._runtime import system_database_for
+
+    return DurableRuns(db or system_database_for(sessions))
+
+
+def _with_runs(
+    engine: EngineChoice, db: str | None, sessions: str, work: Callable[[Any], Awaitable[_T]]
+) -> _T:
+    """``work(runs)`` on the engine's runs; a ConfigError (no runs database, an
+    unreachable Temporal) is one line and exit status 1, an operation the engine
+    does not have one line and exit status 2."""
     try:
-        from zett_agent.durable._runs import DurableRuns
-        from zett_agent.durable._runtime import system_database_for
+        import zett_agent.durable._runs  # noqa: F401
+
+        if engine.temporal:
+            import temporalio  # noqa: F401
     except ImportError as error:
-        _err().print(f"this command needs the extra: pip install 'zett-agent[durable]' ({error})")
+        extra = "temporal" if engine.temporal else "durable"
+        _err().print(f"this command needs the extra: pip install 'zett-agent[{extra}]' ({error})")
         raise typer.Exit(2) from error
+    from zett_agent.durable._runs import NotOnThisEngineError, RunCancelledError
     from zett_agent.errors import ConfigError
 
     async def main() -> _T:
-        async with DurableRuns(db or system_database_for(sessions)) as runs:
+        async with _open_runs(engine, db, sessions) as runs:
             return await work(runs)
 
     try:
         import asyncio
 
         return asyncio.run(main())
-    except ConfigError as error:
+    except NotOnThisEngineError as error:
+        _err().print(f"✖ {error}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from error
+    except (ConfigError, RunCancelledError) as error:
         _err().print(f"✖ {error}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(1) from error
 
@@ -96,6 +132,10 @@ def submit(
     wait: Annotated[bool, typer.Option(help="Wait for the run and print its answer.")] = False,
     sessions: SessionsOption = "sessions.sqlite3",
     db: DbOption = None,
+    engine: EngineOption = EngineName.dbos,
+    temporal_address: TemporalAddressOption = "localhost:7233",
+    namespace: NamespaceOption = "default",
+    task_queue: TaskQueueOption = "zett-runs",
 ) -> None:
     """Queue a durable run for the workers; print its run id."""
     if (session is None) == (new_session is None):
@@ -128,7 +168,7 @@ def submit(
             _err().print(
                 f"⚠ no run of agent {agent!r} is known here"
                 + (f" (agents of earlier runs: {', '.join(sorted(seen))})" if seen else "")
-                + ": the run waits in the queue (ENQUEUED) for a worker that has it, "
+                + f": the run waits in the queue ({runs.waiting}) for a worker that has it, "
                 "and a worker without it fails it (zett runs status " + submitted + ")",
                 markup=False, highlight=False, soft_wrap=True,
             )  # fmt: skip
@@ -140,7 +180,9 @@ def submit(
             _err().print(f"⚠ stopped: {message.stop.describe()}")
         return message
 
-    waited = _with_runs(db, sessions, work)
+    waited = _with_runs(
+        EngineChoice(engine, temporal_address, namespace, task_queue), db, sessions, work
+    )
     if waited is not None:  # the run's own exit status, as `zett run` (a refusal: 3)
         raise typer.Exit(_exit_status(waited))
 
@@ -175,6 +217,10 @@ def list_runs(
     ] = None,
     sessions: SessionsOption = "sessions.sqlite3",
     db: DbOption = None,
+    engine: EngineOption = EngineName.dbos,
+    temporal_address: TemporalAddressOption = "localhost:7233",
+    namespace: NamespaceOption = "default",
+    task_queue: TaskQueueOption = "zett-runs",
 ) -> None:
     """One JSON record per run, newest first; "executor_id" is the worker that
     runs (or ran) it."""
@@ -183,19 +229,27 @@ def list_runs(
         for info in await runs.list_runs(limit=limit, status=status, executor_id=executor):
             _out().print(json.dumps(_record(info)), soft_wrap=True, markup=False)
 
-    _with_runs(db, sessions, work)
+    _with_runs(EngineChoice(engine, temporal_address, namespace, task_queue), db, sessions, work)
 
 
 @runs_app.command("status")
 def run_status(
-    run_id: str, sessions: SessionsOption = "sessions.sqlite3", db: DbOption = None
+    run_id: str,
+    sessions: SessionsOption = "sessions.sqlite3",
+    db: DbOption = None,
+    engine: EngineOption = EngineName.dbos,
+    temporal_address: TemporalAddressOption = "localhost:7233",
+    namespace: NamespaceOption = "default",
+    task_queue: TaskQueueOption = "zett-runs",
 ) -> None:
     """The run as one JSON record; exit status 1 when there is no such run."""
 
     async def work(runs: Any) -> Any:
         return await runs.status(run_id)
 
-    info = _with_runs(db, sessions, work)
+    info = _with_runs(
+        EngineChoice(engine, temporal_address, namespace, task_queue), db, sessions, work
+    )
     if info is None:
         _no_run(run_id)
     _out().print(json.dumps(_record(info)), soft_wrap=True, markup=False)
@@ -203,7 +257,13 @@ def run_status(
 
 @runs_app.command("result")
 def run_result(
-    run_id: str, sessions: SessionsOption = "sessions.sqlite3", db: DbOption = None
+    run_id: str,
+    sessions: SessionsOption = "sessions.sqlite3",
+    db: DbOption = None,
+    engine: EngineOption = EngineName.dbos,
+    temporal_address: TemporalAddressOption = "localhost:7233",
+    namespace: NamespaceOption = "default",
+    task_queue: TaskQueueOption = "zett-runs",
 ) -> None:
     """Wait for the run and print its final answer."""
 
@@ -212,7 +272,9 @@ def run_result(
             return None
         return await runs.result(run_id)
 
-    message = _with_runs(db, sessions, work)
+    message = _with_runs(
+        EngineChoice(engine, temporal_address, namespace, task_queue), db, sessions, work
+    )
     if message is None:
         _no_run(run_id)
     _out().print(message.text, soft_wrap=True, markup=False)
@@ -231,7 +293,13 @@ def _exit_status(message: Any) -> int:
 
 @runs_app.command("cancel")
 def run_cancel(
-    run_id: str, sessions: SessionsOption = "sessions.sqlite3", db: DbOption = None
+    run_id: str,
+    sessions: SessionsOption = "sessions.sqlite3",
+    db: DbOption = None,
+    engine: EngineOption = EngineName.dbos,
+    temporal_address: TemporalAddressOption = "localhost:7233",
+    namespace: NamespaceOption = "default",
+    task_queue: TaskQueueOption = "zett-runs",
 ) -> None:
     """Cancel the run (it stops at its next step)."""
 
@@ -241,14 +309,22 @@ def run_cancel(
         await runs.cancel(run_id)
         return True
 
-    if not _with_runs(db, sessions, work):
+    if not _with_runs(
+        EngineChoice(engine, temporal_address, namespace, task_queue), db, sessions, work
+    ):
         _no_run(run_id)
     _out().print(f"cancelled {run_id}")
 
 
 @runs_app.command("resume")
 def run_resume(
-    run_id: str, sessions: SessionsOption = "sessions.sqlite3", db: DbOption = None
+    run_id: str,
+    sessions: SessionsOption = "sessions.sqlite3",
+    db: DbOption = None,
+    engine: EngineOption = EngineName.dbos,
+    temporal_address: TemporalAddressOption = "localhost:7233",
+    namespace: NamespaceOption = "default",
+    task_queue: TaskQueueOption = "zett-runs",
 ) -> None:
     """Put a cancelled or failed run back on the queue; it goes on from its checkpoints."""
 
@@ -258,14 +334,22 @@ def run_resume(
         await runs.resume(run_id)
         return True
 
-    if not _with_runs(db, sessions, work):
+    if not _with_runs(
+        EngineChoice(engine, temporal_address, namespace, task_queue), db, sessions, work
+    ):
         _no_run(run_id)
     _out().print(f"resumed {run_id}")
 
 
 @runs_app.command("recover")
 def run_recover(
-    executor_id: str, sessions: SessionsOption = "sessions.sqlite3", db: DbOption = None
+    executor_id: str,
+    sessions: SessionsOption = "sessions.sqlite3",
+    db: DbOption = None,
+    engine: EngineOption = EngineName.dbos,
+    temporal_address: TemporalAddressOption = "localhost:7233",
+    namespace: NamespaceOption = "default",
+    task_queue: TaskQueueOption = "zett-runs",
 ) -> None:
     """Requeue the unfinished runs of a dead executor for any worker: their ids on
     stdout, how many on stderr (0 is said too, with how to find the worker that
@@ -274,7 +358,9 @@ def run_recover(
     async def work(runs: Any) -> Any:
         return await runs.recover_executor(executor_id)
 
-    ids = _with_runs(db, sessions, work)
+    ids = _with_runs(
+        EngineChoice(engine, temporal_address, namespace, task_queue), db, sessions, work
+    )
     for run_id in ids:
         _out().print(run_id)
     if ids:
@@ -300,6 +386,10 @@ def run_approve(
     ] = False,
     sessions: SessionsOption = "sessions.sqlite3",
     db: DbOption = None,
+    engine: EngineOption = EngineName.dbos,
+    temporal_address: TemporalAddressOption = "localhost:7233",
+    namespace: NamespaceOption = "default",
+    task_queue: TaskQueueOption = "zett-runs",
 ) -> None:
     """Decide the calls a durable run waits for (all approved, or all denied with
     --deny) and hand them to the workers; prints the id of the run that goes on.
@@ -343,4 +433,8 @@ def run_approve(
         finally:
             await store.aclose()
 
-    raise typer.Exit(_with_runs(db, sessions, work))
+    raise typer.Exit(
+        _with_runs(
+            EngineChoice(engine, temporal_address, namespace, task_queue), db, sessions, work
+        )
+    )

@@ -17,7 +17,9 @@ from __future__ import annotations
 import signal
 import sys
 from collections.abc import Sequence
-from typing import Annotated, Any
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -25,7 +27,13 @@ from zett_agent.cli._main import app
 from zett_agent.cli._main import err_console as _err
 from zett_agent.cli._main import out_console as _out
 
-__all__ = ["load_factory", "worker"]
+__all__ = [
+    "EngineChoice",
+    "EngineName",
+    "load_factory",
+    "not_on_temporal",
+    "worker",
+]
 
 
 def load_factory(spec: str) -> Any:
@@ -78,26 +86,48 @@ async def _agents(specs: Sequence[str], sessions: str) -> list[Any]:
 async def _serve(
     specs: Sequence[str],
     sessions: str,
+    engine: EngineChoice,
     db: str | None,
     executor_id: str,
     concurrency: int | None,
     app_version: str | None,
     recover: Sequence[str],
 ) -> None:
-    from zett_agent.durable import DurableConfig, launch, shutdown
+    from zett_agent.durable import DurableConfig, TemporalConfig, ashutdown, launch
     from zett_agent.durable._runs import DurableRuns
     from zett_agent.durable._runtime import system_database_for
+    from zett_agent.errors import ConfigError
 
     agents = await _agents(specs, sessions)
     url = db or system_database_for(sessions)
-    await launch(
-        DurableConfig(
+    config: DurableConfig | TemporalConfig = (
+        TemporalConfig(
+            engine.address,
+            namespace=engine.namespace,
+            task_queue=engine.task_queue,
+            max_concurrent_runs=concurrency,
+        )
+        if engine.temporal
+        else DurableConfig(
             url,
             executor_id=executor_id,
             application_version=app_version,
             worker_concurrency=concurrency,
         )
     )
+    try:
+        if engine.temporal:  # a namespace that does not exist: said before the worker starts
+            from zett_agent.durable._temporal_runs import TemporalRuns
+
+            await TemporalRuns(
+                engine.address, namespace=engine.namespace, task_queue=engine.task_queue
+            ).connect()
+        await launch(config)
+    except ConfigError as error:
+        for agent in agents:
+            await agent.aclose()
+        _err().print(f"✖ {error}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
     import asyncio
 
     stop = asyncio.Event()
@@ -112,11 +142,103 @@ async def _serve(
                 for dead in recover:
                     ids = await runs.recover_executor(dead)
                     _err().print(f"recovered {len(ids)} run(s) of executor {dead}")
-        await stop.wait()
+        await _until_stopped(stop, engine)
     finally:
-        shutdown()
+        await ashutdown()
         for agent in agents:
             await agent.aclose()
+
+
+async def _until_stopped(stop: Any, engine: EngineChoice) -> None:
+    """Until ``stop`` is set; on Temporal also until the worker fails (one line on
+    stderr, exit status 1), rather than a worker that says it is ready and polls nothing."""
+    import asyncio
+
+    if not engine.temporal:
+        await stop.wait()
+        return
+    from zett_agent.durable._temporal import running
+
+    polling = running().task
+    assert polling is not None
+    stopped = asyncio.ensure_future(stop.wait())
+    await asyncio.wait([stopped, polling], return_when=asyncio.FIRST_COMPLETED)
+    if stopped.done():
+        return
+    stopped.cancel()
+    failure = None if polling.cancelled() else polling.exception()
+    _err().print(
+        f"✖ the Temporal worker stopped: {failure or 'cancelled'}", markup=False,
+        highlight=False, soft_wrap=True,
+    )  # fmt: skip
+    raise typer.Exit(1)
+
+
+class EngineName(StrEnum):
+    """The durable engines ``--engine`` names."""
+
+    dbos = "dbos"
+    temporal = "temporal"
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """The engine options of a durable command: ``--engine`` and, on Temporal,
+    where its runs are."""
+
+    name: EngineName = EngineName.dbos
+    address: str = "localhost:7233"
+    namespace: str = "default"
+    task_queue: str = "zett-runs"
+
+    @property
+    def temporal(self) -> bool:
+        return self.name is EngineName.temporal
+
+
+def not_on_temporal(what: str, why: str) -> NoReturn:
+    """One line saying ``what`` has no meaning on Temporal, and exit status 2."""
+    _err().print(
+        f"✖ {what} has no meaning on Temporal: {why}", markup=False, highlight=False,
+        soft_wrap=True,
+    )  # fmt: skip
+    raise typer.Exit(2)
+
+
+EngineOption = Annotated[
+    EngineName,
+    typer.Option(
+        "--engine",
+        envvar="ZETT_ENGINE",
+        case_sensitive=False,
+        help="The durable engine: dbos, or temporal (a Temporal cluster).",
+    ),
+]
+TemporalAddressOption = Annotated[
+    str,
+    typer.Option(
+        "--temporal-address",
+        envvar="ZETT_TEMPORAL_ADDRESS",
+        metavar="HOST:PORT",
+        help="Temporal's frontend (--engine temporal).",
+    ),
+]
+NamespaceOption = Annotated[
+    str,
+    typer.Option(
+        "--namespace",
+        envvar="ZETT_TEMPORAL_NAMESPACE",
+        help="Temporal namespace (--engine temporal).",
+    ),
+]
+TaskQueueOption = Annotated[
+    str,
+    typer.Option(
+        "--task-queue",
+        envvar="ZETT_TEMPORAL_TASK_QUEUE",
+        help="Temporal task queue of the runs (--engine temporal).",
+    ),
+]
 
 
 def _sessions_given(ctx: typer.Context, param: typer.CallbackParam, value: str) -> str:
@@ -175,19 +297,35 @@ def worker(
     ] = None,
     recover: Annotated[
         list[str] | None,
-        typer.Option(help="At start, requeue the unfinished runs of this dead executor."),
+        typer.Option(help="At start, requeue the unfinished runs of this dead executor (DBOS)."),
     ] = None,
+    engine: EngineOption = EngineName.dbos,
+    temporal_address: TemporalAddressOption = "localhost:7233",
+    namespace: NamespaceOption = "default",
+    task_queue: TaskQueueOption = "zett-runs",
 ) -> None:
-    """Run durable runs from the queue until Ctrl-C or SIGTERM (extra 'durable')."""
+    """Run durable runs from the queue until Ctrl-C or SIGTERM (extra 'durable'; on
+    Temporal, extra 'temporal')."""
+    chosen = EngineChoice(engine, temporal_address, namespace, task_queue)
+    if chosen.temporal and recover:
+        not_on_temporal(
+            "--recover", "another worker of the task queue takes a dead worker's runs by itself"
+        )
+    if chosen.temporal and app_version is not None:
+        not_on_temporal("--app-version", "use Temporal's worker versioning (docs/durable.md)")
     try:
         import zett_agent.durable  # noqa: F401
+
+        if chosen.temporal:
+            import temporalio  # noqa: F401
     except ImportError as error:
+        extra = "temporal" if chosen.temporal else "durable"
         _err().print(
-            f"zett worker needs the durable extra: pip install 'zett-agent[durable]' ({error})"
+            f"zett worker needs the {extra} extra: pip install 'zett-agent[{extra}]' ({error})"
         )
         raise typer.Exit(2) from error
     import asyncio
     import socket
 
     name = executor_id or socket.gethostname()
-    asyncio.run(_serve(agent, sessions, db, name, concurrency, app_version, recover or []))
+    asyncio.run(_serve(agent, sessions, chosen, db, name, concurrency, app_version, recover or []))

@@ -14,14 +14,16 @@ After ``kill -9`` the same program started again carries run ``r1`` on by itself
 finished is not made again, a tool that was running is run again only if it is
 in ``idempotent_tools`` (otherwise it is answered with an error result saying it
 may or may not have taken effect), and the session ends as it would have without
-the crash. Workers on PostgreSQL: ``zett worker`` and :class:`DurableRuns`.
+the crash. Workers on PostgreSQL: ``zett worker`` and :class:`DurableRuns`; on
+Temporal: :class:`TemporalConfig`, ``zett worker --engine temporal`` and
+:class:`TemporalRuns`.
 
 This package imports the core and is never imported by it.
 """
 
 from zett_agent.durable._agent import DurableAgent, new_run_id
 from zett_agent.durable._approvals import DECIDED_WORKFLOW_NAME, decided_run_id
-from zett_agent.durable._runs import DurableRuns, RunInfo
+from zett_agent.durable._runs import DurableRuns, RunCancelledError, RunInfo
 from zett_agent.durable._runtime import (
     APP_NAME,
     QUEUE_NAME,
@@ -34,6 +36,7 @@ from zett_agent.durable._runtime import (
     system_database_next_to,
 )
 from zett_agent.durable._steps import TOOL_INTERRUPTED, idempotent
+from zett_agent.durable._temporal_runs import TemporalRuns
 
 __all__ = [
     "APP_NAME",
@@ -44,8 +47,10 @@ __all__ = [
     "DurableAgent",
     "DurableConfig",
     "DurableRuns",
+    "RunCancelledError",
     "RunInfo",
     "TemporalConfig",
+    "TemporalRuns",
     "ashutdown",
     "decided_run_id",
     "idempotent",

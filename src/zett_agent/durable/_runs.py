@@ -23,9 +23,10 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from dbos import DBOSClient, EnqueueOptions, WorkflowHandleAsync
+from dbos import error as dbos_errors
 
 from zett_agent._events import AgentEvent
 from zett_agent._messages import AssistantMessage
@@ -33,7 +34,7 @@ from zett_agent.durable._agent import final_of, new_run_id
 from zett_agent.durable._approvals import DECIDED_WORKFLOW_NAME, decided_run_id
 from zett_agent.durable._event_stream import follow_events
 from zett_agent.durable._runtime import APP_NAME, QUEUE_NAME, WORKFLOW_NAME
-from zett_agent.errors import ConfigError, ResumeError
+from zett_agent.errors import ConfigError, ResumeError, ZettError
 from zett_agent.sessions import SessionStore, StoredRow, live_rows
 from zett_agent.sessions._decisions import decision_row, take_decision, waiting_request
 from zett_agent.tools._approvals import ApprovalConflictError, ApprovalRequest, Decision
@@ -41,7 +42,15 @@ from zett_agent.tools._approvals import ApprovalConflictError, ApprovalRequest, 
 RUN_WORKFLOWS = [WORKFLOW_NAME, DECIDED_WORKFLOW_NAME]
 """The workflows a durable run is one of: a run, or a continuation after a decision."""
 
-__all__ = ["DurableRuns", "RunInfo", "no_runs_database"]
+__all__ = [
+    "DecidingRuns",
+    "DurableRuns",
+    "NotOnThisEngineError",
+    "RunCancelledError",
+    "RunInfo",
+    "Runs",
+    "no_runs_database",
+]
 
 _TABLE = "workflow_status"  # DBOS's table of runs
 
@@ -114,7 +123,133 @@ def _info(status: Any) -> RunInfo:
     )
 
 
-class DurableRuns:
+class Runs(Protocol):
+    """What ``zett submit`` and ``zett runs`` use of an engine's runs, from any
+    process: :class:`DurableRuns` (DBOS) and
+    :class:`~zett_agent.durable._temporal_runs.TemporalRuns` (Temporal) both are
+    one. Statuses are DBOS's words on both (``ENQUEUED``, ``PENDING``,
+    ``SUCCESS``, ``ERROR``, ``CANCELLED``...); an operation an engine does not
+    have raises :class:`NotOnThisEngineError`."""
+
+    sessions: SessionStore | None
+    waiting: str
+    """The status of a run no worker has taken yet."""
+
+    async def aclose(self) -> None: ...
+
+    async def submit(
+        self, agent: str, prompt: str | None, *, session_id: str, run_id: str | None = None
+    ) -> str: ...
+
+    async def status(self, run_id: str) -> RunInfo | None: ...
+
+    async def list_runs(
+        self, *, limit: int = 50, status: str | None = None, executor_id: str | None = None
+    ) -> list[RunInfo]: ...
+
+    async def result(self, run_id: str) -> AssistantMessage: ...
+
+    async def cancel(self, run_id: str) -> None: ...
+
+    async def resume(self, run_id: str) -> None: ...
+
+    async def recover_executor(self, executor_id: str) -> list[str]: ...
+
+    async def request_of(self, run_id: str) -> tuple[StoredRow, bool] | None: ...
+
+    async def pending_approval(self, run_id: str) -> ApprovalRequest | None: ...
+
+    async def approve(self, run_id: str, decisions: Mapping[str, Decision]) -> str: ...
+
+
+class RunCancelledError(ZettError):
+    """The awaited run was cancelled (``zett runs cancel``): it has no final message."""
+
+
+class NotOnThisEngineError(ConfigError):
+    """An operation the engine of these runs does not have (on Temporal:
+    ``resume``, ``recover_executor``); nothing was done."""
+
+
+class DecidingRuns:
+    """The approval half every engine's runs share: the calls a run waits for are
+    found in its session (:attr:`sessions`), decided with the store's one
+    compare-and-set, and handed to the workers by :meth:`continue_decided`, which
+    each engine implements (with :meth:`status`)."""
+
+    sessions: SessionStore | None
+    _engine_class = "DurableRuns(url, sessions=store)"
+
+    async def status(self, run_id: str) -> RunInfo | None:
+        raise NotImplementedError
+
+    async def continue_decided(
+        self, session_id: str, request_seq: int, request: ApprovalRequest
+    ) -> str:
+        raise NotImplementedError
+
+    async def request_of(self, run_id: str) -> tuple[StoredRow, bool] | None:
+        """The approval request run ``run_id`` ended with (its session row) and
+        whether it was decided; None when the run made none (or is unknown)."""
+        store, session_id = await self._session_of(run_id)
+        rows = live_rows(await store.rows(session_id))
+        for row in rows:
+            if isinstance(row.message, ApprovalRequest) and row.message.run_id == run_id:
+                return row, decision_row(rows, row.seq) is not None
+        return None
+
+    async def pending_approval(self, run_id: str) -> ApprovalRequest | None:
+        """The calls run ``run_id`` waits for (it ended with them), or None when it
+        waits for nothing (or they were decided)."""
+        found = await self.request_of(run_id)
+        if found is None or found[1]:
+            return None
+        request = found[0].message
+        assert isinstance(request, ApprovalRequest)
+        return request
+
+    async def approve(self, run_id: str, decisions: Mapping[str, Decision]) -> str:
+        """Decide the calls run ``run_id`` waits for (one
+        :class:`~zett_agent.approvals.Decision` per call id) and hand them to the
+        workers: the run that carries on (:func:`~zett_agent.durable.decided_run_id`)
+        is queued, and its id returned (:meth:`result` waits for it). The tools
+        run on a worker, never here.
+
+        Raises :class:`~zett_agent.approvals.ApprovalConflictError` when the calls
+        were decided already (by anyone, even the same way: nothing is stored),
+        :class:`~zett_agent.errors.ResumeError` when the run waits for nothing,
+        ``ValueError`` when the decisions do not answer exactly its calls."""
+        store, session_id = await self._session_of(run_id)
+        rows = live_rows(await store.rows(session_id))
+        row = waiting_request(session_id, rows, decisions)
+        request = row.message
+        assert isinstance(request, ApprovalRequest)
+        if request.run_id != run_id or not request.durable_agent:
+            raise ResumeError(
+                f"run {run_id!r} waits for no decision (session {session_id!r} waits in "
+                f"{'run ' + repr(request.run_id) if request.durable_agent else 'a plain run'})"
+            )
+        try:
+            await take_decision(store, session_id, row, decisions)
+        except ApprovalConflictError:
+            # the winner may have died before queueing the continuation: queueing
+            # it again is a no-op when it did not (the id is the request's)
+            await self.continue_decided(session_id, row.seq, request)
+            raise
+        return await self.continue_decided(session_id, row.seq, request)
+
+    async def _session_of(self, run_id: str) -> tuple[SessionStore, str]:
+        if self.sessions is None:
+            raise ConfigError(
+                f"deciding durable runs' tool calls needs their session store: {self._engine_class}"
+            )
+        info = await self.status(run_id)
+        if info is None or not isinstance(info.session_id, str):
+            raise ResumeError(f"no durable run {run_id!r}")
+        return self.sessions, info.session_id
+
+
+class DurableRuns(DecidingRuns):
     """Durable runs in one DBOS system database (``sqlite:///...`` or
     ``postgresql://...``), which a worker must have created already.
 
@@ -125,6 +260,8 @@ class DurableRuns:
 
     Raises :class:`ConfigError` when the database cannot be reached.
     """
+
+    waiting = "ENQUEUED"
 
     def __init__(self, system_database_url: str, *, sessions: SessionStore | None = None) -> None:
         self.sessions = sessions
@@ -238,10 +375,15 @@ class DurableRuns:
 
     async def result(self, run_id: str, *, poll: float = 0.2) -> AssistantMessage:
         """Wait for the run to end and return its final message; raises the run's
-        error, or DBOS's ``DBOSAwaitedWorkflowCancelledError`` for a cancelled run."""
+        error, or :class:`RunCancelledError` for a cancelled run (from DBOS's
+        ``DBOSAwaitedWorkflowCancelledError``)."""
         async with self._created():
             handle: WorkflowHandleAsync[str] = await self._client.retrieve_workflow_async(run_id)
-        return final_of(await handle.get_result(polling_interval_sec=poll))
+        try:
+            output = await handle.get_result(polling_interval_sec=poll)
+        except dbos_errors.DBOSAwaitedWorkflowCancelledError as error:
+            raise RunCancelledError(f"run {run_id!r} was cancelled") from error
+        return final_of(output)
 
     async def cancel(self, run_id: str) -> None:
         """Cancel the run: it stops at its next step (a running step finishes)."""
@@ -267,58 +409,6 @@ class DurableRuns:
             await self._client.resume_workflow_async(run_id, queue_name=QUEUE_NAME)
         return ids
 
-    # ------------------------------------------------------------ approvals
-
-    async def request_of(self, run_id: str) -> tuple[StoredRow, bool] | None:
-        """The approval request run ``run_id`` ended with (its session row) and
-        whether it was decided; None when the run made none (or is unknown)."""
-        store, session_id = await self._session_of(run_id)
-        rows = live_rows(await store.rows(session_id))
-        for row in rows:
-            if isinstance(row.message, ApprovalRequest) and row.message.run_id == run_id:
-                return row, decision_row(rows, row.seq) is not None
-        return None
-
-    async def pending_approval(self, run_id: str) -> ApprovalRequest | None:
-        """The calls run ``run_id`` waits for (it ended with them), or None when it
-        waits for nothing (or they were decided)."""
-        found = await self.request_of(run_id)
-        if found is None or found[1]:
-            return None
-        request = found[0].message
-        assert isinstance(request, ApprovalRequest)
-        return request
-
-    async def approve(self, run_id: str, decisions: Mapping[str, Decision]) -> str:
-        """Decide the calls run ``run_id`` waits for (one
-        :class:`~zett_agent.approvals.Decision` per call id) and hand them to the
-        workers: the run that carries on (:func:`~zett_agent.durable.decided_run_id`)
-        is queued, and its id returned (:meth:`result` waits for it). The tools
-        run on a worker, never here.
-
-        Raises :class:`~zett_agent.approvals.ApprovalConflictError` when the calls
-        were decided already (by anyone, even the same way: nothing is stored),
-        :class:`~zett_agent.errors.ResumeError` when the run waits for nothing,
-        ``ValueError`` when the decisions do not answer exactly its calls."""
-        store, session_id = await self._session_of(run_id)
-        rows = live_rows(await store.rows(session_id))
-        row = waiting_request(session_id, rows, decisions)
-        request = row.message
-        assert isinstance(request, ApprovalRequest)
-        if request.run_id != run_id or not request.durable_agent:
-            raise ResumeError(
-                f"run {run_id!r} waits for no decision (session {session_id!r} waits in "
-                f"{'run ' + repr(request.run_id) if request.durable_agent else 'a plain run'})"
-            )
-        try:
-            await take_decision(store, session_id, row, decisions)
-        except ApprovalConflictError:
-            # the winner may have died before queueing the continuation: queueing
-            # it again is a no-op when it did not (the id is the request's)
-            await self.continue_decided(session_id, row.seq, request)
-            raise
-        return await self.continue_decided(session_id, row.seq, request)
-
     async def continue_decided(
         self, session_id: str, request_seq: int, request: ApprovalRequest
     ) -> str:
@@ -335,14 +425,3 @@ class DurableRuns:
             options, request.durable_agent, session_id, request_seq
         )
         return handle.get_workflow_id()
-
-    async def _session_of(self, run_id: str) -> tuple[SessionStore, str]:
-        if self.sessions is None:
-            raise ConfigError(
-                "deciding durable runs' tool calls needs their session store: "
-                "DurableRuns(url, sessions=store)"
-            )
-        info = await self.status(run_id)
-        if info is None or not isinstance(info.session_id, str):
-            raise ResumeError(f"no durable run {run_id!r}")
-        return self.sessions, info.session_id

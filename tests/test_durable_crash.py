@@ -92,8 +92,10 @@ def interrupted_run() -> list[Reply]:
     return [chat("Noting it", (("c1", "note", '{"text": "a"}'),), "tool_calls", drop_after=3)]
 
 
-def start(engine: Engine, workdir: Path, url: str, crash: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": str(SRC), **engine.env()}
+def start(
+    engine: Engine, workdir: Path, url: str, crash: str, extra: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(SRC), **engine.env(), **(extra or {})}
     return subprocess.Popen(
         [sys.executable, str(CHILD), str(workdir), url, crash],
         env=env,

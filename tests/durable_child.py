@@ -133,6 +133,16 @@ def no_notes(message: object) -> Tripwire:
 
 
 class KillingStore(SQLiteSessionStore):
+    async def append_if_absent(
+        self, session_id: str, message: object, **options: object
+    ) -> int | None:
+        if "decide" in CRASH:  # both deciders read the waiting call: both reach the CAS
+            (WORKDIR / f"at-cas-{os.getpid()}").touch()
+            deadline = time.monotonic() + 20
+            while len(list(WORKDIR.glob("at-cas-*"))) < 2 and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+        return await super().append_if_absent(session_id, message, **options)  # type: ignore[arg-type]
+
     async def append(self, session_id: str, message: Message, **options: object) -> int:
         seq = await super().append(session_id, message, **options)  # type: ignore[arg-type]
         if armed(f"append:{seq}"):

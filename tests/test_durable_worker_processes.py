@@ -207,6 +207,8 @@ async def test_two_processes_deciding_one_waiting_call_at_once_run_it_once(
             for decider in deciders:
                 out, _ = decider.communicate(timeout=120)
                 outs.append((decider.returncode, out.decode()))
+            # both had read the waiting call and reached the store's compare-and-set
+            assert len(list(workdir.glob("at-cas-*"))) == 2, outs
             codes = sorted(code for code, _ in outs)
             assert codes == [0, 12], outs  # one decision taken; the other: a conflict
             won = next(out for code, out in outs if code == 0)

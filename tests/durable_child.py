@@ -122,6 +122,8 @@ def pay(amount: int) -> str:
         amount: what to pay.
     """
     effect(f"pay:{amount}:start")
+    if armed("tool:pay"):
+        die()
     effect(f"pay:{amount}:done")
     return f"paid {amount}"
 
@@ -136,7 +138,7 @@ class KillingStore(SQLiteSessionStore):
     async def append_if_absent(
         self, session_id: str, message: object, **options: object
     ) -> int | None:
-        if "decide" in CRASH:  # both deciders read the waiting call: both reach the CAS
+        if "race" in CRASH:  # both deciders read the waiting call: both reach the CAS
             (WORKDIR / f"at-cas-{os.getpid()}").touch()
             deadline = time.monotonic() + 20
             while len(list(WORKDIR.glob("at-cas-*"))) < 2 and time.monotonic() < deadline:

@@ -40,10 +40,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 __all__ = ["engine", "temporal_server"]  # the fixtures this module uses
 
 TRIALS = 24
-PARALLEL = 4
+PARALLEL = {"dbos": 4, "temporal": 6}
 """Trials at once (each is its own worker processes, model server, session and,
-on Temporal, run id and task queue): a Temporal takeover waits the task timeout
-mostly idle."""
+on Temporal, run id and task queue): a DBOS trial mostly starts Python (CPU), a
+Temporal takeover mostly waits the task timeout (idle)."""
 
 REPLIES = [
     chat("Noting it first.", (("c1", "note", '{"text": "a"}'),), "tool_calls"),
@@ -196,7 +196,7 @@ def test_seeded_kills_of_a_worker_end_as_the_uncrashed_run(
         except Exception as error:  # a worker that failed or hung: the seed is named
             return [f"{one}: {type(error).__name__}: {error}"]
 
-    with ThreadPoolExecutor(PARALLEL) as pool:
+    with ThreadPoolExecutor(PARALLEL[engine.name]) as pool:
         failures = [line for found in pool.map(run, trials) for line in found]
     with capsys.disabled():
         took = time.monotonic() - began

@@ -21,9 +21,9 @@ pytest.importorskip("dbos", reason="durable runs need the 'durable' extra (dbos)
 
 from durable_engines import Engine, engine, temporal_server
 from test_durable_crash import chat, effects, start
-from zett_agent import Agent, AgentRunConfig, Model, SQLiteSessionStore
+from zett_agent import Agent, AgentRunConfig, Model, SQLiteSessionStore, ToolResultMessage
 from zett_agent.approvals import ApprovalDecision
-from zett_agent.durable import DurableAgent, DurableRuns, ashutdown, launch
+from zett_agent.durable import TOOL_INTERRUPTED, DurableAgent, DurableRuns, ashutdown, launch
 from zett_agent.durable._runtime import system_database_next_to
 from zett_agent.testing import RecordedRequest, ReplayServer, Reply
 
@@ -197,7 +197,7 @@ async def test_two_processes_deciding_one_waiting_call_at_once_run_it_once(
             assert [c.name for c in asked.tool_calls] == ["pay"]
             scope = {"ZETT_TEST_RUN_ID": "r1"}
             for _ in range(2):
-                deciders.append(start(engine, workdir, server.url, "decide,approvals", scope))
+                deciders.append(start(engine, workdir, server.url, "decide,race,approvals", scope))
             deadline = time.monotonic() + 90
             while len(list(workdir.glob("ready-*"))) < 2:
                 assert time.monotonic() < deadline and all(d.poll() is None for d in deciders)
@@ -227,4 +227,47 @@ async def test_two_processes_deciding_one_waiting_call_at_once_run_it_once(
                 if decider.poll() is None:
                     decider.send_signal(signal.SIGKILL)
                     decider.wait(timeout=30)
+            workers.kill_all()
+
+
+async def test_an_approved_call_survives_killed_workers_and_runs_at_most_once(
+    engine: Engine, workdir: Path, client: Client
+) -> None:
+    """A worker killed while the call waits, the decision taken from a process with
+    no worker, the worker that takes the continuation killed inside the approved
+    (not idempotent) tool: the next worker answers it "may or may not have taken
+    effect" and the run ends; the tool started once."""
+    with ReplayServer(route=pay_reply) as server:
+        workers = Workers(engine, workdir, server.url, "serve,approvals,tool:pay")
+        decider = None
+        try:
+            workers.start("w1")
+            await client.open()
+            await client.submit("go pay", session_id="s", run_id="r1")
+            asked = await client.result("r1")
+            assert [c.name for c in asked.tool_calls] == ["pay"]
+            workers.kill("w1")  # killed while the call waits: nothing of it was running
+            (workdir / "armed-tool-pay").touch()
+            (workdir / "go").touch()
+            scope = {"ZETT_TEST_RUN_ID": "r1"}
+            decider = start(engine, workdir, server.url, "decide,approvals", scope)
+            workers.start("w2")
+            dying = workers.processes.pop("w2")
+            assert dying.wait(timeout=120) == -signal.SIGKILL  # inside pay
+            assert not (workdir / "armed-tool-pay").exists()
+            workers.start("w3")
+            out, _ = decider.communicate(timeout=120)
+            assert decider.returncode == 0 and "final: Paid 100." in out.decode(), out
+            assert effects(workdir) == ["w2:pay:100:start"]  # never a second time
+            stored = await client.store.rows("s")
+            assert sum(isinstance(r.message, ApprovalDecision) for r in stored) == 1
+            results = [r.message for r in stored if isinstance(r.message, ToolResultMessage)]
+            assert [(m.name, m.content, m.is_error) for m in results] == [
+                ("pay", TOOL_INTERRUPTED, True)
+            ]
+            assert len(server.requests) == 2  # each model call once
+        finally:
+            if decider is not None and decider.poll() is None:
+                decider.send_signal(signal.SIGKILL)
+                decider.wait(timeout=30)
             workers.kill_all()

@@ -33,8 +33,8 @@ from durable_engines import Engine, engine, temporal_server
 from test_durable_crash import chat, effects, finish, rows, start
 from zett_agent import AssistantMessage, Message, ToolResultMessage
 from zett_agent.durable import TOOL_INTERRUPTED
-from zett_agent.tools._outcomes import ToolStarted
 from zett_agent.testing import RecordedRequest, ReplayServer, Reply
+from zett_agent.tools import ToolStarted
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 __all__ = ["engine", "temporal_server"]  # the fixtures this module uses

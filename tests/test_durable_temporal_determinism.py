@@ -67,7 +67,13 @@ def _zett_stack(frame: FrameType | None) -> list[str] | None:
     """The stack when zett's code is on it (logging's own clock is left out:
     a record's time feeds no decision; so are Temporal's deterministic
     ``workflow.random()`` and ``workflow.uuid4()``, seeded by the history)."""
-    if frame is not None and str(frame.f_globals.get("__name__", "")).startswith("temporalio"):
+    caller = str(frame.f_globals.get("__name__", "")) if frame is not None else ""
+    if caller.startswith("temporalio"):
+        return None
+    # a garbage-collector callback runs wherever a collection happens to start (in
+    # the suite's processes, hypothesis times collections with perf_counter): not
+    # workflow code, whatever stack it interrupts
+    if caller.startswith(("hypothesis", "coverage")):
         return None
     seen = False
     while frame is not None:

@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
-import httpx
 
 from zett_agent.model._limits import CallTimeouts
 from zett_agent.protocols._base import Decoder
 
 __all__ = ["ExpiredError", "Watchdog", "asyncio_loop", "next_chunk", "wait_for"]
+
+_T = TypeVar("_T")
 
 
 class ExpiredError(Exception):
@@ -200,7 +201,7 @@ async def next_chunk(watch: Watchdog, chunks: AsyncIterator[bytes]) -> bytes:
         watch.reading = False
 
 
-async def wait_for(watch: Watchdog, opening: Awaitable[httpx.Response]) -> httpx.Response:
+async def wait_for(watch: Watchdog, opening: Awaitable[_T]) -> _T:
     """Await ``opening`` (sending, then the response's headers) under the watchdog."""
     if watch._loop is None:
         when, limit = watch.due()

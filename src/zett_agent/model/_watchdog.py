@@ -92,8 +92,11 @@ class Watchdog:
         else:
             self.first_at = min(now + t.first_output, self.deadline_at)
         self.last = now
-        # before output the timer also wakes every idle period, to see output start
-        self._arm(min(self.first_at, now + t.idle))
+        # before output the timer also wakes every idle period, to see output start;
+        # restarted (the trace hook), an armed timer is due no later than that: it
+        # fires early and re-arms itself (_fire), so no new timer is made per request
+        if self._handle is None:
+            self._arm(min(self.first_at, now + t.idle))
 
     def _arm(self, when: float) -> None:
         if self._loop is None:

@@ -249,7 +249,7 @@ async def _open_direct(
     jar = client.cookies
     route = pool.route(target) if isinstance(pool, ModelTransport) else False
     response: Response
-    if jar or route is False or not all(k.isascii() and v.isascii() for k, v in merged.items()):
+    if jar or route is False or not ("".join(merged) + "".join(merged.values())).isascii():
         # cookies to send, httpx's own transport (trio, SOCKS), or what httpx refuses
         sent = outgoing()
         if jar:

@@ -5,6 +5,7 @@ Usage::
     python bench/overhead.py                  # 10,000 deltas, 5 rounds, three protocols
     python bench/overhead.py --rounds 9 --deltas 1000 --json
     python bench/overhead.py --src ../other-checkout/src --floor "floor bytes raw_decode"
+    python bench/overhead.py --before /tmp/src-before   # that tree's rows in the same run
 
 The subset of ``bench/run.py`` the targets need, in a few minutes: every client in a
 fresh process (``bench/clients.py``), in rotation, over ``--rounds`` rounds, on the
@@ -22,6 +23,9 @@ aiohttp's session straight, SSE split by hand per network chunk, ``json.loads``;
 ``floor2`` makes the agent's two requests): the cheapest client on the same stack,
 the one the issue-32 targets are against (``--deltas 20 --fragments 2
 --per-batch 30``: model <= 1.1x, agent <= 1.3x; 10,000 deltas: 1.05x, 1.15x).
+``--before SRC`` adds ``zett model``/``zett agent`` of another tree (a checkout's
+``src`` before a change) to the same rotation, with their ratios to the same floors:
+before and after measured in one run.
 """
 
 from __future__ import annotations
@@ -112,7 +116,7 @@ def main() -> int:
         for protocol in protocols:
             key = f"{framing}.{protocol}"
             out["cpu_ms"][key] = {
-                c: round(statistics.median(cpu[(framing, protocol, c)]), 1) for c in clients
+                c: round(statistics.median(cpu[(framing, protocol, c)]), 3) for c in clients
             }
             out["ratios_aiohttp"][key] = {
                 "zett model": ratio(framing, protocol, "zett model", afloor),

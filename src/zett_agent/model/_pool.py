@@ -405,10 +405,11 @@ class PoolResponse:
         """The header's value as ``httpx.Headers.get`` gives it (several joined with
         ``", "``), or ``""``."""
         if self._headers is not None:
-            return self._headers.get(name, "")
-        values = self._response.headers.getall(name, ())
+            value: str = self._headers.get(name, "")
+            return value
+        values: list[str] = self._response.headers.getall(name, [])
         if len(values) == 1:
-            return values[0]  # type: ignore[no-any-return]
+            return values[0]
         return ", ".join(values)
 
     @property
@@ -484,7 +485,7 @@ class _Body(httpx.AsyncByteStream):
             raise mapped from error
         if not data:
             raise StopAsyncIteration
-        return data  # type: ignore[no-any-return]
+        return data
 
     async def aclose(self) -> None:
         if self._closed:

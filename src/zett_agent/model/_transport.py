@@ -237,36 +237,36 @@ async def _open_direct(
     merged = {**_defaults(client), **{k.lower(): v for k, v in headers.items()}}
     merged["content-type"] = "application/json"
     merged["content-length"] = str(len(body))
-    extensions = {
-        "trace": watch.trace,
-        "timeout": (timeout if timeout is not None else client.timeout).as_dict(),
-    }
+    timeouts = (timeout if timeout is not None else client.timeout).as_dict()
+    extensions = {"trace": watch.trace, "timeout": timeouts}
     method = request.method
 
     def outgoing() -> httpx.Request:
         return httpx.Request(method, target, headers=merged, content=body, extensions=extensions)
 
     jar = client.cookies
-    route = pool.route(target) if isinstance(pool, ModelTransport) else False
+    transport = pool if isinstance(pool, ModelTransport) else None
+    route = transport.route(target) if transport is not None else False
     response: Response
-    if jar or route is False or not ("".join(merged) + "".join(merged.values())).isascii():
+    ascii_headers = ("".join(merged) + "".join(merged.values())).isascii()
+    if transport is None or route is False or jar or not ascii_headers:
         # cookies to send, httpx's own transport (trio, SOCKS), or what httpx refuses
         sent = outgoing()
         if jar:
             jar.set_cookie_header(sent)
         response = await wait_for(watch, pool.handle_async_request(sent))
     else:
-        opening = pool.open(  # type: ignore[attr-defined]
+        opening = transport.open(
             method,
             target,
             [("Host", host), *merged.items()],
             body,
-            extensions["timeout"],  # type: ignore[arg-type]
+            timeouts,
             watch.trace,
             outgoing,
             proxy=route,
         )
-        response = await wait_for(watch, opening)  # type: ignore[arg-type]
+        response = await wait_for(watch, opening)
     watch.pooling = False
     if _header(response, "set-cookie"):
         jar.extract_cookies(
@@ -338,7 +338,8 @@ def _header(response: Response, name: str) -> str:
     """A response header's value (several joined with ``", "``), or ``""``."""
     if type(response) is PoolResponse:
         return response.header(name)
-    return response.headers.get(name, "")
+    value: str = response.headers.get(name, "")
+    return value
 
 
 async def _read_body(response: Response, watch: Watchdog, limit: int) -> tuple[bytes, bool]:

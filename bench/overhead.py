@@ -5,6 +5,7 @@ Usage::
     python bench/overhead.py                  # 10,000 deltas, 5 rounds, three protocols
     python bench/overhead.py --rounds 9 --deltas 1000 --json
     python bench/overhead.py --src ../other-checkout/src --floor "floor bytes raw_decode"
+    python bench/overhead.py --before /tmp/src-before   # that tree's rows in the same run
 
 The subset of ``bench/run.py`` the targets need, in a few minutes: every client in a
 fresh process (``bench/clients.py``), in rotation, over ``--rounds`` rounds, on the
@@ -22,6 +23,9 @@ aiohttp's session straight, SSE split by hand per network chunk, ``json.loads``;
 ``floor2`` makes the agent's two requests): the cheapest client on the same stack,
 the one the issue-32 targets are against (``--deltas 20 --fragments 2
 --per-batch 30``: model <= 1.1x, agent <= 1.3x; 10,000 deltas: 1.05x, 1.15x).
+``--before SRC`` adds ``zett model``/``zett agent`` of another tree (a checkout's
+``src`` before a change) to the same rotation, with their ratios to the same floors:
+before and after measured in one run.
 """
 
 from __future__ import annotations
@@ -53,6 +57,11 @@ def main() -> int:
     parser.add_argument("--per-batch", type=int, default=1, help="runs per timed batch")
     parser.add_argument("--batches", type=int, default=3)
     parser.add_argument("--src", default=str(HERE.parent / "src"), help="the zett tree measured")
+    parser.add_argument(
+        "--before",
+        default="",
+        help="another zett tree measured in the same run (its model and agent rows)",
+    )
     parser.add_argument("--floor", default="floor pool bytes raw_decode")
     parser.add_argument("--protocols", default=",".join(run.PROTOCOLS))
     parser.add_argument("--json", action="store_true")
@@ -60,7 +69,9 @@ def main() -> int:
     floor, floor2 = args.floor, args.floor.replace("floor", "floor2", 1)
     protocols = args.protocols.split(",")
     afloor, afloor2 = AIOHTTP_FLOOR, AIOHTTP_FLOOR.replace("floor", "floor2", 1)
-    clients = (floor, floor2, afloor, afloor2, "zett model", "zett agent")
+    clients: tuple[str, ...] = (floor, floor2, afloor, afloor2, "zett model", "zett agent")
+    if args.before:
+        clients += ("before model", "before agent")
     targets = SHORT_TARGETS if args.deltas <= 100 else TARGETS
     server = run.Server()
     cpu: dict[tuple[str, str, str], list[float]] = {}
@@ -71,14 +82,14 @@ def main() -> int:
             shift = n * len(jobs) // args.rounds
             for framing, protocol, client in jobs[shift:] + jobs[:shift]:
                 spec = {
-                    "client": client,
+                    "client": client.replace("before", "zett"),
                     "url": server.base(framing, protocol, args.deltas, args.fragments),
                     "protocol": protocol,
                     "vendor": run.VENDOR[protocol],
                     "requests": requests[(protocol, int(client.startswith("floor2")))],
                     "batches": args.batches,
                     "per_batch": args.per_batch,
-                    "src": args.src,
+                    "src": args.before if client.startswith("before") else args.src,
                 }
                 result = run.run_client(sys.executable, spec)
                 cpu.setdefault((framing, protocol, client), []).append(
@@ -105,13 +116,20 @@ def main() -> int:
         for protocol in protocols:
             key = f"{framing}.{protocol}"
             out["cpu_ms"][key] = {
-                c: round(statistics.median(cpu[(framing, protocol, c)]), 1) for c in clients
+                c: round(statistics.median(cpu[(framing, protocol, c)]), 3) for c in clients
             }
             out["ratios_aiohttp"][key] = {
                 "zett model": ratio(framing, protocol, "zett model", afloor),
                 "zett agent": ratio(framing, protocol, "zett agent", afloor2),
                 "pool floor": ratio(framing, protocol, floor, afloor),
             }
+            if args.before:
+                out["ratios_aiohttp"][key]["before model"] = ratio(
+                    framing, protocol, "before model", afloor
+                )
+                out["ratios_aiohttp"][key]["before agent"] = ratio(
+                    framing, protocol, "before agent", afloor2
+                )
             out["ratios"][key] = {
                 c: round(
                     statistics.median(
@@ -157,14 +175,19 @@ def main() -> int:
         print(f"  {client}: worst {worst[client]:.3f}, target {limit}: {verdict}")
     print(f"  against '{afloor}' (agent: '{afloor2}'), the same run:")
     head = ("framing", "protocol", "floor ms", "model x", "agent x", "pool floor x")
-    print("  {:9} {:12} {:>9} {:>8} {:>8} {:>13}".format(*head))
+    extra = ("before model x", "before agent x") if args.before else ()
+    extras = "".join(f" {h:>15}" for h in extra)
+    print("  {:9} {:12} {:>9} {:>8} {:>8} {:>13}".format(*head) + extras)
     for key, r in out["ratios_aiohttp"].items():
         framing, protocol = key.split(".")
         ms = out["cpu_ms"][key]
-        print(
+        line = (
             f"  {framing:9} {protocol:12} {ms[afloor]:9.2f} {r['zett model']:8.3f} "
             f"{r['zett agent']:8.3f} {r['pool floor']:13.3f}"
         )
+        if args.before:
+            line += f" {r['before model']:15.3f} {r['before agent']:15.3f}"
+        print(line)
     for client, limit in targets.items():
         verdict = "met" if out["met_aiohttp"][client] else "NOT met"
         print(f"  {client}: worst {worst_a[client]:.3f}, target {limit}: {verdict}")

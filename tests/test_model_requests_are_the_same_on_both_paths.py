@@ -102,3 +102,29 @@ async def test_the_own_client_s_timeout_and_log_line_are_httpx_s(
         r.name == "httpx" and "HTTP Request: POST" in r.getMessage() and "200 OK" in r.getMessage()
         for r in caplog.records
     )
+
+
+async def test_the_own_client_s_stream_makes_no_httpx_request_or_response(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The direct path's per-request cost: the pool sends the request and reads the
+    response without httpx's objects (``ModelTransport.open``); a host's client gets
+    both, as ``client.send`` makes them."""
+    made: list[str] = []
+    for cls in (httpx.Request, httpx.Response):
+
+        def counting(self: Any, *args: Any, _init: Any = cls.__init__, **kwargs: Any) -> None:
+            made.append(type(self).__name__)
+            _init(self, *args, **kwargs)
+
+        monkeypatch.setattr(cls, "__init__", counting)
+    for name in WIRES:
+        wire = WIRES[name]
+        with ReplayServer([wire.reply(wire.answer(TEXTS))]) as server:
+            (response,) = await _calls(PATHS[0], server, wire.vendor)
+        assert response.text == "".join(TEXTS)
+        assert made == [], (name, made)
+    with ReplayServer([wire.reply(wire.answer(TEXTS))]) as server:
+        (response,) = await _calls(PATHS[1], server, wire.vendor)
+    assert response.text == "".join(TEXTS)
+    assert made == ["Request", "Response"]

@@ -111,13 +111,20 @@ def storable_json(value: Any, limit: int = MAX_JSON_DEPTH) -> Any:
     return top
 
 
+_LEAVES = frozenset({str, int, bool, type(None)})
+"""Types :func:`_unstorable` passes over without a look (JSON's strings, numbers
+other than floats, true/false and null: most of a provider record)."""
+
+
 def _unstorable(value: Any, limit: int) -> bool:
+    leaves = _LEAVES
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, Mapping):
+        kind = type(item)
+        if kind is dict or (kind is not list and isinstance(item, Mapping)):
             children: Any = item.values()
-        elif isinstance(item, list | tuple):
+        elif kind is list or isinstance(item, list | tuple):
             children = item
         elif isinstance(item, float):
             if not math.isfinite(item):
@@ -127,7 +134,10 @@ def _unstorable(value: Any, limit: int) -> bool:
             continue
         if depth > limit:
             return True
-        stack.extend((child, depth + 1) for child in children)
+        below = depth + 1
+        for child in children:
+            if type(child) not in leaves:
+                stack.append((child, below))
     return False
 
 

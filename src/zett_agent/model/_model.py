@@ -208,6 +208,12 @@ class Model:
         self.whole_response_timeout = httpx.Timeout(
             backstop, read=response_timeout, connect=connect_timeout, pool=pool_timeout
         )
+        # a stream on the own client: no socket read timer (aiohttp re-arms it on every
+        # read); the backstop is never reached, since the watchdog ends the attempt at
+        # attempt_timeout <= backstop (a host's client keeps its own read timeout)
+        self._stream_timeout = httpx.Timeout(
+            backstop, read=None, connect=connect_timeout, pool=pool_timeout
+        )
         self.stream_responses = stream
         self.extra_headers = dict(headers or {})
         self.secrets = secrets_of(self.api_key, self.extra_headers)
@@ -351,12 +357,14 @@ class Model:
         consumer that takes events in batches (the agent loop, through
         :func:`stream_chunks`)."""
         retries = self.max_retries if max_retries is None else max_retries
-        request = replace(request, model=request.model or self.name)
+        if not request.model:
+            request = replace(request, model=self.name)
         if not self.stream_responses:
             request = replace(request, stream=False)
         origin = {"provider": self.vendor.name, "model": request.model}
         messages = await with_part_bytes(own_records(request.messages, origin))
-        request = replace(request, messages=messages)
+        if messages is not request.messages:
+            request = replace(request, messages=messages)
         # encoded before the model is made ready: a part the row cannot take (an image
         # for the local model) is a ConfigError before a local server is started
         http_request = self.protocol.encode_request(request, self.vendor)
@@ -370,9 +378,10 @@ class Model:
                 await slot.acquire()  # before send(): the clocks start at the trace hook
             try:
                 decoder = self.protocol.decoder(self.vendor)
-                timeout = (
-                    self.whole_response_timeout if http_request.response_format == "json" else None
-                )
+                if http_request.response_format == "json":
+                    timeout: httpx.Timeout | None = self.whole_response_timeout
+                else:
+                    timeout = self._stream_timeout if self._own_client else None
                 redactor = self._redactor
                 async for item in send(
                     self._client_here(),
@@ -460,8 +469,10 @@ def own_records(messages: list[Message], origin: Mapping[str, str]) -> list[Mess
     one provider to another). A record without an ``origin`` (stored before it
     existed) is kept unless the message names another provider; the protocol's
     encoder still ignores a record of another protocol. A message whose record
-    is dropped is sent as its text and tool calls."""
+    is dropped is sent as its text and tool calls. Returns ``messages`` itself when
+    every record is kept."""
     out: list[Message] = []
+    dropped = False
     for message in messages:
         record = message.provider_record if isinstance(message, AssistantMessage) else None
         if record is not None and isinstance(message, AssistantMessage):
@@ -475,8 +486,9 @@ def own_records(messages: list[Message], origin: Mapping[str, str]) -> list[Mess
                 foreign = message.provider is not None and message.provider != origin["provider"]
             if foreign:
                 message = message.replace(provider_record=None)
+                dropped = True
         out.append(message)
-    return out
+    return out if dropped else messages
 
 
 def _stamped(response: ModelResponse, origin: Mapping[str, str]) -> ModelResponse:

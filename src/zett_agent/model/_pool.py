@@ -71,7 +71,7 @@ import contextlib
 import functools
 import ssl
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -81,7 +81,7 @@ from zett_agent.model._proxies import ProxyRoutes
 if TYPE_CHECKING:
     import aiohttp
 
-__all__ = ["DEFAULT_LIMITS", "ModelTransport", "shared_ssl_context"]
+__all__ = ["DEFAULT_LIMITS", "ModelTransport", "PoolResponse", "shared_ssl_context"]
 
 DEFAULT_LIMITS = httpx.Limits(max_connections=100)
 """A transport's limits when none are given (a Model passes its own ``max_connections``)."""
@@ -245,15 +245,74 @@ class ModelTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         proxy = self.proxies.for_url(request.url) if self.proxies else None
         try:
-            loop = asyncio.get_running_loop()
+            asyncio.get_running_loop()
         except RuntimeError:  # trio: aiohttp needs asyncio
             return await self._httpx(proxy).handle_async_request(request)
         if proxy is not None and proxy.scheme not in ("http", "https"):  # socks
             return await self._httpx(proxy).handle_async_request(request)
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
+        body: Any
+        try:
+            body = request.content or None
+        except httpx.RequestNotRead:
+            body = _chunks(request.stream)  # type: ignore[arg-type]
+            headers = [(k, v) for k, v in headers if k.lower() != "transfer-encoding"]
+        response = await self.open(
+            request.method,
+            request.url,
+            headers,
+            body,
+            request.extensions.get("timeout", {}),
+            request.extensions.get("trace"),
+            request,
+            proxy=proxy,
+            sni_hostname=request.extensions.get("sni_hostname"),
+        )
+        return response.to_httpx(request)
+
+    def route(self, url: httpx.URL) -> httpx.URL | bool | None:
+        """How :meth:`open` sends a request to ``url``: the proxy (None: directly), or
+        False when the request must go through :meth:`handle_async_request` (not
+        under asyncio, a SOCKS proxy: httpx's own transport)."""
+        proxy = self.proxies.for_url(url) if self.proxies else None
+        if proxy is not None and proxy.scheme not in ("http", "https"):
+            return False
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        return proxy
+
+    async def open(
+        self,
+        method: str,
+        url: httpx.URL,
+        headers: list[tuple[str, str]],
+        body: Any,
+        timeouts: dict[str, float | None],
+        trace: Callable[[str, dict[str, Any]], Awaitable[None]] | None,
+        request: httpx.Request | Callable[[], httpx.Request],
+        *,
+        proxy: httpx.URL | bool | None = True,
+        sni_hostname: str | None = None,
+    ) -> PoolResponse:
+        """Send one request on aiohttp (under asyncio, where :meth:`route` allows it)
+        and return its response with the headers read, without httpx's request and
+        response objects: what :meth:`handle_async_request` does, for zett's own
+        transport (:mod:`zett_agent.model._transport`).
+
+        ``headers`` are sent as given (``Host`` included); ``timeouts`` is httpx's
+        ``timeout`` extension (``pool``, ``connect``, ``read`` in seconds), ``trace``
+        its ``trace`` extension; ``request`` is the ``httpx.Request`` the errors
+        name, or a function that makes it (called only for an error). ``proxy``:
+        the route (:meth:`route`'s; True: looked up for ``url``). Raises the httpx exceptions of the
+        table in the module docstring."""
+        if proxy is True:
+            proxy = self.proxies.for_url(url) if self.proxies else None
+        loop = asyncio.get_running_loop()
         session = self._session
         if session is None or loop is not self._loop or session.closed:
             session = self._open(loop)
-        timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
         slots = self._slots
         if slots is not None:
             if slots.locked():
@@ -264,60 +323,44 @@ class ModelTransport(httpx.AsyncBaseTransport):
                     raise httpx.PoolTimeout(
                         f"no free connection within the pool timeout "
                         f"(max_connections={self.limits.max_connections})",
-                        request=request,
+                        request=_request_of(request),
                     ) from None
             else:
                 await slots.acquire()
         try:
-            trace = request.extensions.get("trace")
             if trace is not None:
                 await trace("http11.send_request_headers.started", {"request": request})
-            headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
-            body: Any
-            try:
-                body = request.content or None
-            except httpx.RequestNotRead:
-                body = _chunks(request.stream)  # type: ignore[arg-type]
-                headers = [(k, v) for k, v in headers if k.lower() != "transfer-encoding"]
-            https = request.url.scheme == "https"
+            https = url.scheme == "https"
             via: str | None = None
             proxy_headers: dict[str, str] | None = None
             if proxy is not None:
+                assert isinstance(proxy, httpx.URL)
                 via, auth = self._proxy(proxy)
                 if auth is not None:
                     if https:  # on the CONNECT request only
                         proxy_headers = {"Proxy-Authorization": auth}
                     else:  # a plain request goes to the proxy itself
-                        headers.append(("Proxy-Authorization", auth))
+                        headers = [*headers, ("Proxy-Authorization", auth)]
             try:
                 response = await session.request(
-                    request.method,
-                    str(request.url),
+                    method,
+                    str(url),
                     headers=headers,
                     data=body,
                     allow_redirects=False,
                     timeout=self._timeout(timeouts.get("connect"), timeouts.get("read")),
                     ssl=self._context() if https else True,
-                    server_hostname=request.extensions.get("sni_hostname"),
+                    server_hostname=sni_hostname,
                     proxy=via,
                     proxy_headers=proxy_headers,
                 )
             except Exception as error:
-                raise _mapped(error, request, before_headers=True) from error
+                raise _mapped(error, _request_of(request), before_headers=True) from error
         except BaseException:
             if slots is not None:
                 slots.release()
             raise
-        extensions: dict[str, Any] = {"http_version": b"HTTP/1.1"}
-        if response.reason:
-            extensions["reason_phrase"] = response.reason.encode("latin-1", "replace")
-        return httpx.Response(
-            status_code=response.status,
-            headers=response.raw_headers,
-            stream=_Body(response, request, slots),
-            request=request,
-            extensions=extensions,
-        )
+        return PoolResponse(response, _Body(response, request, slots))
 
     async def aclose(self) -> None:
         if self._finalizer is not None:
@@ -337,35 +380,117 @@ class ModelTransport(httpx.AsyncBaseTransport):
             await transport.aclose()
 
 
-class _Body(httpx.AsyncByteStream):
-    """A response body as aiohttp reads it; closing it gives back the slot."""
+class PoolResponse:
+    """A response as :meth:`ModelTransport.open` read it: the status, the headers
+    (``header()`` for one value; ``headers``, an ``httpx.Headers``, made on first use)
+    and the raw body (:meth:`aiter_raw`: bytes as they arrive, never decompressed);
+    :meth:`aclose` gives the connection back (or closes it, the body unread).
+    :meth:`to_httpx` is the ``httpx.Response`` of it, for the httpx layer."""
 
-    __slots__ = ("_request", "_response", "_slots")
+    __slots__ = ("_body", "_headers", "_response", "status_code")
+
+    def __init__(self, response: aiohttp.ClientResponse, body: _Body) -> None:
+        self._response = response
+        self._body = body
+        self._headers: httpx.Headers | None = None
+        self.status_code: int = response.status
+
+    @property
+    def headers(self) -> httpx.Headers:
+        if self._headers is None:
+            self._headers = httpx.Headers(self._response.raw_headers)
+        return self._headers
+
+    def header(self, name: str) -> str:
+        """The header's value as ``httpx.Headers.get`` gives it (several joined with
+        ``", "``), or ``""``."""
+        if self._headers is not None:
+            value: str = self._headers.get(name, "")
+            return value
+        values: list[str] = self._response.headers.getall(name, [])
+        if len(values) == 1:
+            return values[0]
+        return ", ".join(values)
+
+    @property
+    def http_version(self) -> str:
+        return "HTTP/1.1"
+
+    @property
+    def reason_phrase(self) -> str:
+        return self._response.reason or ""
+
+    def aiter_raw(self) -> _Body:
+        return self._body
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]:
+        """The body decoded by httpx (an encoding zett does not inflate itself)."""
+        return self.to_httpx().aiter_bytes()
+
+    async def aclose(self) -> None:
+        await self._body.aclose()
+
+    def to_httpx(self, request: httpx.Request | None = None) -> httpx.Response:
+        """The ``httpx.Response`` of this response (its body this one's)."""
+        response = self._response
+        extensions: dict[str, Any] = {"http_version": b"HTTP/1.1"}
+        if response.reason:
+            extensions["reason_phrase"] = response.reason.encode("latin-1", "replace")
+        return httpx.Response(
+            status_code=response.status,
+            headers=response.raw_headers,
+            stream=self._body,
+            request=request,
+            extensions=extensions,
+        )
+
+
+class _Body(httpx.AsyncByteStream):
+    """A response body as aiohttp reads it (an async iterator: one ``readany`` per
+    item, no generator); closing it gives back the slot."""
+
+    __slots__ = ("_closed", "_failed", "_readany", "_request", "_response", "_slots")
 
     def __init__(
         self,
         response: aiohttp.ClientResponse,
-        request: httpx.Request,
+        request: httpx.Request | Callable[[], httpx.Request],
         slots: asyncio.Semaphore | None,
     ) -> None:
         self._response = response
+        self._readany = response.content.readany
         self._request = request
         self._slots = slots
+        self._failed: Exception | None = None
+        self._closed = False
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        readany = self._response.content.readany
+    def __aiter__(self) -> _Body:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self._failed is not None:
+            raise self._failed
         try:
-            while data := await readany():
-                yield data
+            data = await self._readany()
         except Exception as error:
             # aiohttp raises a failure before handing out what arrived ahead of it
             # (text before a dropped connection): that goes first, as httpcore does
+            mapped = _mapped(error, _request_of(self._request), before_headers=False)
             rest = _buffered(self._response.content)
             if rest:
-                yield rest
-            raise _mapped(error, self._request, before_headers=False) from error
+                if mapped is not error:
+                    mapped.__cause__ = error
+                self._failed = mapped
+                return rest
+            raise mapped from error
+        if not data:
+            raise StopAsyncIteration
+        return data
 
     async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         response = self._response
         try:
             if response.content.at_eof():
@@ -376,6 +501,10 @@ class _Body(httpx.AsyncByteStream):
             slots, self._slots = self._slots, None
             if slots is not None:
                 slots.release()
+
+
+def _request_of(request: httpx.Request | Callable[[], httpx.Request]) -> httpx.Request:
+    return request if isinstance(request, httpx.Request) else request()
 
 
 def _buffered(content: Any) -> bytes:

@@ -27,7 +27,7 @@ import json
 import logging
 import weakref
 import zlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from dataclasses import replace
 
 import anyio
@@ -44,6 +44,7 @@ from zett_agent.errors import (
     UnexpectedContentError,
 )
 from zett_agent.model._limits import CallTimeouts, ReadLimits
+from zett_agent.model._pool import ModelTransport, PoolResponse
 from zett_agent.model._watchdog import ExpiredError, Watchdog, next_chunk, wait_for
 from zett_agent.protocols._base import Decoder
 from zett_agent.protocols._framing import (
@@ -57,6 +58,9 @@ from zett_agent.protocols._framing import inflater_for as _inflater_for
 from zett_agent.stop import StopReason
 
 __all__ = ["credential_headers", "send"]
+
+Response = httpx.Response | PoolResponse
+"""A response as the transport reads it: httpx's, or the pool's own (the direct path)."""
 
 _YIELD_EVERY = 256 * 1024
 """Bytes of input that produced no event between two yields to the event loop."""
@@ -113,47 +117,35 @@ async def send(
     streamed = request.response_format != "json"
     watch = Watchdog(timeouts, decoder, streamed=streamed)
     try:
-        async for item in _send(
-            client, url, request, headers, decoder, watch, timeout, limits, secrets, pool
-        ):
-            yield item
+        sent_headers = {"accept-encoding": "gzip, deflate", **headers, **request.headers}
+        try:
+            if pool is not None and not client.follow_redirects:
+                response: Response = await _open_direct(
+                    client, pool, url, request, sent_headers, watch, timeout
+                )
+            else:
+                response = await _open(client, url, request, sent_headers, watch, timeout, secrets)
+        except ExpiredError as expired:
+            raise CallTimeoutError(str(expired), limit=expired.limit) from None
+        except httpx.PoolTimeout as error:
+            raise PoolTimeoutError(
+                f"no free connection in the HTTP client's pool within its pool timeout "
+                f"({type(error).__name__}); too many calls share one client",
+                limit="pool_timeout",
+            ) from error
+        except httpx.TransportError as error:
+            raise TransportError(_describe(error)) from error
+        try:
+            whole = await _whole(response, request, decoder, watch, limits)
+            if whole is not None:  # an error status, a whole (JSON) body
+                yield whole
+            else:
+                async for item in _stream(response, request, decoder, watch, limits):
+                    yield item
+        finally:
+            await response.aclose()
     finally:
         watch.close()
-
-
-async def _send(
-    client: httpx.AsyncClient,
-    url: str,
-    request: HTTPRequest,
-    headers: Mapping[str, str],
-    decoder: Decoder,
-    watch: Watchdog,
-    timeout: httpx.Timeout | None,
-    limits: ReadLimits,
-    secrets: frozenset[str],
-    pool: httpx.AsyncBaseTransport | None,
-) -> AsyncIterator[list[StreamEvent] | ModelResponse]:
-    sent_headers = {"accept-encoding": "gzip, deflate", **headers, **request.headers}
-    try:
-        if pool is not None and not client.follow_redirects:
-            response = await _open_direct(client, pool, url, request, sent_headers, watch, timeout)
-        else:
-            response = await _open(client, url, request, sent_headers, watch, timeout, secrets)
-    except ExpiredError as expired:
-        raise CallTimeoutError(str(expired), limit=expired.limit) from None
-    except httpx.PoolTimeout as error:
-        raise PoolTimeoutError(
-            f"no free connection in the HTTP client's pool within its pool timeout "
-            f"({type(error).__name__}); too many calls share one client",
-            limit="pool_timeout",
-        ) from error
-    except httpx.TransportError as error:
-        raise TransportError(_describe(error)) from error
-    try:
-        async for item in _read(response, request, decoder, watch, limits):
-            yield item
-    finally:
-        await response.aclose()
 
 
 async def _open(
@@ -192,17 +184,19 @@ async def _open(
     raise TransportError(f"more than {client.max_redirects} redirects")
 
 
-_URLS: dict[str, httpx.URL] = {}
-"""Parsed request URLs (a model calls the same few URLs again and again)."""
+_URLS: dict[str, tuple[httpx.URL, str]] = {}
+"""Parsed request URLs and their ``Host`` header (a model calls the same few URLs
+again and again)."""
 _HTTPX_LOG = logging.getLogger("httpx")
 
 
-def _parsed(url: str) -> httpx.URL:
+def _parsed(url: str) -> tuple[httpx.URL, str]:
     parsed = _URLS.get(url)
     if parsed is None:
         if len(_URLS) > 1024:
             _URLS.clear()
-        parsed = _URLS[url] = httpx.URL(url)
+        target = httpx.URL(url)
+        parsed = _URLS[url] = (target, target.netloc.decode("ascii"))
     return parsed
 
 
@@ -227,11 +221,14 @@ async def _open_direct(
     headers: dict[str, str],
     watch: Watchdog,
     timeout: httpx.Timeout | None,
-) -> httpx.Response:
+) -> Response:
     """:func:`_open` for zett's own client, which follows no redirects: the request
-    ``client.build_request`` would make, handed to the pool without httpx's client
-    layer. The JSON body is encoded as httpx 0.28 encodes it."""
-    target = _parsed(url)
+    ``client.build_request`` would make (its ``Host``, default headers, timeout,
+    cookies and log line), handed to the pool without httpx's client layer. The
+    JSON body is encoded as httpx 0.28 encodes it. Without cookies to send, the
+    pool sends it with no ``httpx.Request`` or ``httpx.Response`` made
+    (:meth:`ModelTransport.open`; an error still names the request)."""
+    target, host = _parsed(url)
     if request.params:
         target = target.copy_merge_params(dict(request.params))
     body = json.dumps(
@@ -240,27 +237,45 @@ async def _open_direct(
     merged = {**_defaults(client), **{k.lower(): v for k, v in headers.items()}}
     merged["content-type"] = "application/json"
     merged["content-length"] = str(len(body))
-    outgoing = httpx.Request(
-        request.method,
-        target,
-        headers=merged,
-        content=body,
-        extensions={
-            "trace": watch.trace,
-            "timeout": (timeout if timeout is not None else client.timeout).as_dict(),
-        },
-    )
+    timeouts = (timeout if timeout is not None else client.timeout).as_dict()
+    extensions = {"trace": watch.trace, "timeout": timeouts}
+    method = request.method
+
+    def outgoing() -> httpx.Request:
+        return httpx.Request(method, target, headers=merged, content=body, extensions=extensions)
+
     jar = client.cookies
-    if jar:
-        jar.set_cookie_header(outgoing)
-    response = await wait_for(watch, pool.handle_async_request(outgoing))
+    transport = pool if isinstance(pool, ModelTransport) else None
+    route = transport.route(target) if transport is not None else False
+    response: Response
+    ascii_headers = ("".join(merged) + "".join(merged.values())).isascii()
+    if transport is None or route is False or jar or not ascii_headers:
+        # cookies to send, httpx's own transport (trio, SOCKS), or what httpx refuses
+        sent = outgoing()
+        if jar:
+            jar.set_cookie_header(sent)
+        response = await wait_for(watch, pool.handle_async_request(sent))
+    else:
+        opening = transport.open(
+            method,
+            target,
+            [("Host", host), *merged.items()],
+            body,
+            timeouts,
+            watch.trace,
+            outgoing,
+            proxy=route,
+        )
+        response = await wait_for(watch, opening)
     watch.pooling = False
-    if "set-cookie" in response.headers:
-        jar.extract_cookies(response)
+    if _header(response, "set-cookie"):
+        jar.extract_cookies(
+            response if isinstance(response, httpx.Response) else response.to_httpx(outgoing())
+        )
     _HTTPX_LOG.info(
         'HTTP Request: %s %s "%s %d %s"',
-        outgoing.method,
-        outgoing.url,
+        method,
+        target,
         response.http_version,
         response.status_code,
         response.reason_phrase,
@@ -272,25 +287,26 @@ def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
     return url.scheme, url.host, url.port
 
 
-async def _read(
-    response: httpx.Response,
+async def _whole(
+    response: Response,
     request: HTTPRequest,
     decoder: Decoder,
     watch: Watchdog,
     limits: ReadLimits,
-) -> AsyncIterator[list[StreamEvent] | ModelResponse]:
+) -> ModelResponse | None:
+    """The response of an error status or of a whole (JSON) body; None for a stream
+    (:func:`_stream` reads it)."""
     status = response.status_code
     try:
         if status >= 300:
             body, cut = await _read_body(response, watch, limits.max_error_body_bytes)
             try:
-                yield decoder.decode_error(status, response.headers, body)
+                return decoder.decode_error(status, response.headers, body)
             except ProviderError as error:
                 if cut:
                     error.limit = "max_error_body_bytes"
                 raise
-            return
-        ctype = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+        ctype = _header(response, "content-type").partition(";")[0].strip().lower()
         if _foreign(ctype):
             body, _ = await _read_body(response, watch, 2 * _EXCERPT)
             excerpt = body.decode("utf-8", "replace")[:_EXCERPT]
@@ -310,17 +326,23 @@ async def _read(
                     f"the response body is over max_body_bytes={limits.max_body_bytes}",
                     limit="max_body_bytes",
                 )
-            yield decoder.decode_body(body)
-            return
+            return decoder.decode_body(body)
     except ExpiredError as expired:
         raise CallTimeoutError(str(expired), limit=expired.limit) from None
     except (httpx.TransportError, httpx.DecodingError, zlib.error) as error:
         raise TransportError(_describe(error)) from error
-    async for item in _stream(response, request, decoder, watch, limits):
-        yield item
+    return None
 
 
-async def _read_body(response: httpx.Response, watch: Watchdog, limit: int) -> tuple[bytes, bool]:
+def _header(response: Response, name: str) -> str:
+    """A response header's value (several joined with ``", "``), or ``""``."""
+    if type(response) is PoolResponse:
+        return response.header(name)
+    value: str = response.headers.get(name, "")
+    return value
+
+
+async def _read_body(response: Response, watch: Watchdog, limit: int) -> tuple[bytes, bool]:
     """Up to ``limit`` bytes of the body after decompression, and whether there
     was more (the rest is not read: the connection is closed)."""
     parts: list[bytes] = []
@@ -333,19 +355,41 @@ async def _read_body(response: httpx.Response, watch: Watchdog, limit: int) -> t
     return b"".join(parts), False
 
 
-async def _pieces(response: httpx.Response, watch: Watchdog) -> AsyncIterator[bytes]:
+def _pieces(response: Response, watch: Watchdog) -> AsyncIterator[bytes]:
     """The body after decompression, in pieces of at most 64 KiB when zett inflates
-    it (gzip, deflate); yields to the event loop between inflated pieces."""
-    inflater = _inflater_for(response.headers.get("content-encoding", ""))
+    it (gzip, deflate; yields to the event loop between inflated pieces); each wait
+    for bytes under the watchdog (:func:`next_chunk`)."""
+    inflater = _inflater_for(_header(response, "content-encoding"))
     chunks = response.aiter_bytes() if inflater is False else response.aiter_raw()
+    if isinstance(inflater, Inflater):
+        return _inflated(watch, chunks, inflater)
+    return _Chunks(watch, chunks)
+
+
+class _Chunks:
+    """The raw chunks, each waited for under the watchdog (an iterator, no generator)."""
+
+    __slots__ = ("_chunks", "_watch")
+
+    def __init__(self, watch: Watchdog, chunks: AsyncIterator[bytes]) -> None:
+        self._watch = watch
+        self._chunks = chunks
+
+    def __aiter__(self) -> _Chunks:
+        return self
+
+    def __anext__(self) -> Awaitable[bytes]:
+        return next_chunk(self._watch, self._chunks)
+
+
+async def _inflated(
+    watch: Watchdog, chunks: AsyncIterator[bytes], inflater: Inflater
+) -> AsyncIterator[bytes]:
     while True:
         try:
             raw = await next_chunk(watch, chunks)
         except StopAsyncIteration:
             return
-        if not isinstance(inflater, Inflater):
-            yield raw
-            continue
         for n, piece in enumerate(inflater.pieces(raw)):
             if n:
                 await anyio.lowlevel.checkpoint()
@@ -353,7 +397,7 @@ async def _pieces(response: httpx.Response, watch: Watchdog) -> AsyncIterator[by
 
 
 async def _stream(
-    response: httpx.Response,
+    response: Response,
     request: HTTPRequest,
     decoder: Decoder,
     watch: Watchdog,

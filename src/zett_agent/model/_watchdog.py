@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
-import httpx
 
 from zett_agent.model._limits import CallTimeouts
 from zett_agent.protocols._base import Decoder
 
 __all__ = ["ExpiredError", "Watchdog", "asyncio_loop", "next_chunk", "wait_for"]
+
+_T = TypeVar("_T")
 
 
 class ExpiredError(Exception):
@@ -91,8 +92,11 @@ class Watchdog:
         else:
             self.first_at = min(now + t.first_output, self.deadline_at)
         self.last = now
-        # before output the timer also wakes every idle period, to see output start
-        self._arm(min(self.first_at, now + t.idle))
+        # before output the timer also wakes every idle period, to see output start;
+        # restarted (the trace hook), an armed timer is due no later than that: it
+        # fires early and re-arms itself (_fire), so no new timer is made per request
+        if self._handle is None:
+            self._arm(min(self.first_at, now + t.idle))
 
     def _arm(self, when: float) -> None:
         if self._loop is None:
@@ -200,7 +204,7 @@ async def next_chunk(watch: Watchdog, chunks: AsyncIterator[bytes]) -> bytes:
         watch.reading = False
 
 
-async def wait_for(watch: Watchdog, opening: Awaitable[httpx.Response]) -> httpx.Response:
+async def wait_for(watch: Watchdog, opening: Awaitable[_T]) -> _T:
     """Await ``opening`` (sending, then the response's headers) under the watchdog."""
     if watch._loop is None:
         when, limit = watch.due()

@@ -40,9 +40,10 @@ _decode = json.JSONDecoder().raw_decode
 class ArgumentText:
     """Fragments of one call's argument text. Every 512 fragments are joined into one
     string (linear, as ``Pieces``); the last fragment and whether the fragments so far
-    chain cumulatively are kept for :meth:`read`."""
+    chain cumulatively are kept for :meth:`read`, whose answer is kept until the next
+    fragment (the response builder and a decoder's record both read it)."""
 
-    __slots__ = ("_chain", "_count", "_last", "_limit", "_parts")
+    __slots__ = ("_chain", "_count", "_last", "_limit", "_parts", "_read")
 
     def __init__(self) -> None:
         self._parts: list[str] = []
@@ -50,9 +51,11 @@ class ArgumentText:
         self._last = ""  # the last non-empty fragment
         self._count = 0  # non-empty fragments
         self._chain = True  # every non-empty fragment starts with the one before it
+        self._read: tuple[str, Shape | None] | None = None
 
     def append(self, piece: str) -> None:
         """Add a non-empty fragment."""
+        self._read = None
         if self._count and self._chain and not piece.startswith(self._last):
             self._chain = False
         self._last = piece
@@ -72,6 +75,11 @@ class ArgumentText:
 
     def read(self) -> tuple[str, Shape | None]:
         """The argument text and the shape it was recognized in (see the module)."""
+        if self._read is None:
+            self._read = self._reading()
+        return self._read
+
+    def _reading(self) -> tuple[str, Shape | None]:
         text = self.join()
         if self._count < 2 or _is_object(text):
             return text, None

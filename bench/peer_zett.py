@@ -117,12 +117,14 @@ async def main() -> None:
 
             await asyncio.gather(*(run(k) for k in keys))
         elif ARGS.mode == "decide":
+            # what to decide is read before the start signal, so both deciders reach the
+            # compare-and-set together (none of them sees the other's decision first)
+            waiting = {key: await durable.pending_approval(key) for key in keys}
             go = Path(ARGS.workdir) / "go"
             (Path(ARGS.workdir) / f"ready-{os.getpid()}").touch()
             while not go.exists():
                 await asyncio.sleep(0.005)
-            for key in keys:
-                request = await durable.pending_approval(key)
+            for key, request in waiting.items():
                 if request is None:
                     emit(key=key, outcome="nothing waits")
                     continue
@@ -131,9 +133,8 @@ async def main() -> None:
                     message = await durable.approve(key, calls)
                     emit(key=key, **describe(message))
                 except ApprovalConflictError as error:
-                    emit(
-                        key=key, outcome="conflict", error=f"{type(error).__name__}: {error}"[:200]
-                    )
+                    text = f"{type(error).__name__}: {error}"
+                    emit(key=key, outcome="conflict", error=text[:200])
     finally:
         await ashutdown()
 

@@ -305,7 +305,7 @@ def race(side: Side, ctx: Context) -> dict[str, Any]:
 
 def error_name(text: str) -> str:
     """The innermost exception class a helper's error text names."""
-    names = re.findall(r"\b(\w+(?:Error|Exception))\b", text)
+    names: list[str] = re.findall(r"\b(\w+(?:Error|Exception))\b", text)
     inner = [
         n for n in names if n not in ("WorkflowFailureError", "ApplicationError", "ActivityError")
     ]
@@ -350,7 +350,7 @@ def cell_a(side: Side, data: dict[str, Any], window: float) -> str:
 
 def cell_b(data: dict[str, Any]) -> str:
     if "note" in data:
-        return "not measured: " + data["note"]
+        return f"not measured: {data['note']}"
     runs = list(data["runs"].values())
     twice = sum(1 for n in runs if n > 1)
     texts = sorted(
@@ -371,7 +371,7 @@ def cell_c(data: dict[str, Any] | None) -> str:
     if data is None:
         return ""
     if "note" in data:
-        return "not measured: " + data["note"]
+        return f"not measured: {data['note']}"
     said = []
     for d in data["deciders"]:
         if d.get("outcome") == "returned":

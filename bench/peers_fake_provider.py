@@ -153,7 +153,7 @@ class FakeProvider:
                 self.wfile.write(payload)
 
             def _send_sse(self, data: dict[str, Any]) -> None:
-                events = [
+                events: list[tuple[str, dict[str, Any]]] = [
                     (
                         "response.created",
                         {"response": {**data, "status": "in_progress", "output": []}},

@@ -185,3 +185,32 @@ app(["hostile"])
     assert raw_controls(done.stderr) == [], done.stderr
     assert f"server {SHOWN} said" in done.stderr
     assert f"ValueError: {SHOWN}" in done.stderr and f"UserWarning: {SHOWN}" in done.stderr
+
+
+def test_a_command_leaves_the_logging_a_host_configures_as_it_is() -> None:
+    """The safe handler stands in for Python's last resort only: a host that
+    configures logging in the command (``logging.basicConfig(level=INFO)`` in an
+    ``--agent`` module, a handler of its own) sees its INFO lines, each once (a
+    handler added to the root would make basicConfig a no-op and print every
+    warning twice)."""
+    script = """
+import logging
+from zett_agent.cli import app
+
+@app.command("host")
+def host() -> None:
+    logging.basicConfig(level=logging.INFO, format="HOST %(levelname)s %(message)s")
+    logging.getLogger("my.agent").info("made the agent")
+    logging.getLogger("zett_agent.durable").info("run r1 ended: history of 9 events")
+    logging.getLogger("zett_agent.mcp").warning("one warning")
+
+app(["host"])
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert "HOST INFO made the agent" in lines, done.stderr
+    assert "HOST INFO run r1 ended: history of 9 events" in lines, done.stderr
+    assert [line for line in lines if "one warning" in line] == ["HOST WARNING one warning"]

@@ -13,9 +13,9 @@ uvicorn formatters in ``cli/_serve_log.py`` do) passes
 * the message itself, the traceback and the stack keep their lines, with every
   other control character shown escaped.
 
-:func:`safe_root_logging` gives every logger a stderr handler with it while a
-``zett`` command runs (without one, Python's last-resort handler prints warnings
-raw), unless the root logger has handlers already (a host's, pytest's).
+:func:`safe_root_logging` makes Python's last-resort handler (what prints a
+warning when no handler is configured) one with it while a ``zett`` command runs
+(Python's own prints warnings raw); logging a host configures is left as it is.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+import warnings
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TextIO
 
 from zett_agent._terminal_text import one_line, terminal_safe
 
@@ -97,22 +98,39 @@ class SafeFormatter(logging.Formatter):
 
 @contextlib.contextmanager
 def safe_root_logging(formatter: logging.Formatter | None = None) -> Iterator[None]:
-    """While it lasts, the records of every logger without a handler of its own
-    (zett's, the MCP SDK's, httpx's), warnings and up, and Python's warnings
-    (:func:`logging.captureWarnings`), are printed on stderr through ``formatter``
-    (default: :class:`SafeFormatter` of the bare message, as Python's last-resort
-    handler prints it), not raw. A root logger that has handlers already is left
-    as it is."""
-    if logging.root.handlers:
-        yield
-        return
+    """While it lasts, Python's last-resort handler (what prints a record, warnings
+    and up, when no handler is configured anywhere: zett's, the MCP SDK's,
+    httpx's) prints on stderr through ``formatter`` (default: :class:`SafeFormatter`
+    of the bare message, as Python's own prints it), not raw; so do Python's
+    warnings. Logging a host configures
+    (``logging.basicConfig`` in an ``--agent`` module, a handler of its own) is
+    untouched: its levels and handlers decide, and nothing prints twice. A Python
+    warning is printed as Python prints it, escaped (:func:`warnings.showwarning`)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setLevel(logging.WARNING)
     handler.setFormatter(formatter or SafeFormatter())
-    logging.root.addHandler(handler)
-    logging.captureWarnings(True)
+    before = logging.lastResort
+    before_show = warnings.showwarning
+    logging.lastResort = handler
+    warnings.showwarning = _show_warning_safe
     try:
         yield
     finally:
-        logging.captureWarnings(False)
-        logging.root.removeHandler(handler)
+        warnings.showwarning = before_show
+        logging.lastResort = before
+
+
+def _show_warning_safe(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """:func:`warnings.showwarning` as Python's own, its text shown safe."""
+    out = sys.stderr if file is None else file
+    if out is None:  # pythonw: nowhere to print
+        return
+    with contextlib.suppress(OSError):
+        out.write(terminal_safe(warnings.formatwarning(message, category, filename, lineno, line)))

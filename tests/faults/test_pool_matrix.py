@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from zett_agent import Model, ModelRequest, UserMessage
-from zett_agent.errors import PoolTimeoutError, TransportError
+from zett_agent.errors import CallTimeoutError, PoolTimeoutError, TransportError
 from zett_agent.testing import ReplayServer
 
 from .test_fault_matrix import TEXTS
@@ -103,3 +103,43 @@ async def test_waiting_for_the_pool_is_not_charged_to_the_call(wire: Wire) -> No
         await model.aclose()
     assert second[0].text == "".join(TEXTS) and second[0].stop is None
     assert len(server.requests) == 2
+
+
+async def test_the_first_output_limit_counts_from_the_send_after_a_pool_wait(wire: Wire) -> None:
+    """The second call waits ~1.2 s for the only connection, then its answer stalls
+    2.5 s before any output: its first-output limit (0.5 s, idle 5 s) still ends it,
+    counted from when it was sent (a timer pushed back by the idle period while the
+    call waited for the pool let that answer through as if no limit were set)."""
+    slow = wire.reply(wire.answer(TEXTS), stall_after=len(wire.head()) + 1, stall_seconds=1.2)
+    late = wire.reply(wire.answer(TEXTS), stall_after=len(wire.head()), stall_seconds=2.5)
+    with ReplayServer([slow, late]) as server:
+        model = Model(
+            wire.vendor,
+            "m",
+            base_url=server.url,
+            api_key="test-key",
+            max_connections=1,
+            pool_timeout=10,
+            idle_timeout=5,
+            first_output_timeout=0.5,
+            attempt_timeout=8,
+            max_retries=0,
+        )
+        request = ModelRequest("m", [UserMessage("hi")])
+        errors: list[BaseException] = []
+
+        async def later() -> None:
+            await first_request_in(server)
+            try:
+                await model.complete(request)
+            except TransportError as error:
+                errors.append(error)
+
+        with anyio.fail_after(LIMIT):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(later)
+                first = await model.complete(request)
+        await model.aclose()
+    assert first.text == "".join(TEXTS)
+    assert len(errors) == 1 and isinstance(errors[0], CallTimeoutError), errors
+    assert errors[0].limit == "first_output_timeout"

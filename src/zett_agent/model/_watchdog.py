@@ -93,10 +93,12 @@ class Watchdog:
             self.first_at = min(now + t.first_output, self.deadline_at)
         self.last = now
         # before output the timer also wakes every idle period, to see output start;
-        # restarted (the trace hook), an armed timer is due no later than that: it
-        # fires early and re-arms itself (_fire), so no new timer is made per request
-        if self._handle is None:
-            self._arm(min(self.first_at, now + t.idle))
+        # restarted (the trace hook), an armed timer due no later than that is kept:
+        # it fires early and re-arms itself (_fire), so no new timer is made per
+        # request; one due later (pushed back while a pool slot was awaited) is not
+        target = min(self.first_at, now + t.idle)
+        if self._handle is None or self._handle.when() > target:
+            self._arm(target)
 
     def _arm(self, when: float) -> None:
         if self._loop is None:

@@ -158,8 +158,9 @@ def test_worker_submit_and_runs_on_one_sqlite_file(
             assert none.returncode == 0 and none.stdout == ""
             assert "requeued 0 runs: executor 'w9' has no unfinished run" in none.stderr
             assert "executor_id" in none.stderr  # and how to see which worker holds a run
-        else:  # the SDK's worker identity; no recover, no resume, no list by worker
-            assert "@" in status["executor_id"]
+        else:  # the worker's --executor-id is its Temporal identity; no recover, no
+            # resume, no list by worker
+            assert status["executor_id"] == "solo"
             for said in (none, mine, resumed):
                 assert said.returncode == 2, said.stderr
                 assert said.stderr.count("\n") == 1 and "on Temporal" in said.stderr
@@ -274,6 +275,48 @@ def test_a_cancelled_run_is_said_cancelled(
         assert result.returncode == 1, result.stderr
         assert result.stderr.count("\n") == 1 and "cancelled" in result.stderr
         assert len(server.requests) == 1  # the run went no further than its tool
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_a_terminated_temporal_run_is_said_ended_with_no_answer(
+    engine: Engine, tmp_path: Path, worker_of: list[Worker]
+) -> None:
+    """A run an operator terminates in Temporal (``temporal workflow terminate``)
+    has no final message: ``zett runs result`` says so in one line, exit 1 (it was
+    a traceback)."""
+    if engine.name != "temporal":
+        pytest.skip("terminating a workflow is Temporal's (DBOS's runs are cancelled)")
+    import asyncio
+
+    from temporalio.client import Client
+
+    replies = [chat("Noting.", (("c1", "slow_note", '{"text": "x"}'),), "tool_calls")]
+    with ReplayServer(replies) as server:
+        env = {**base_env(engine, tmp_path, server.url), "ZETT_TEST_TOOL_SECONDS": "6"}
+        worker = Worker("durable_factory:make_plain", env)
+        worker_of.append(worker)
+        started = zett("submit", "--agent", "noter", "--new-session", "s", "--run-id", "t1",
+                       "note x", env=env)  # fmt: skip
+        assert started.returncode == 0, started.stderr
+        effects = tmp_path / "effects.log"
+        deadline = time.monotonic() + 60
+        while not effects.exists():
+            assert time.monotonic() < deadline, "the tool never started"
+            time.sleep(0.05)
+
+        async def terminate() -> None:
+            client = await Client.connect(env["ZETT_TEMPORAL_ADDRESS"], namespace=env[
+                "ZETT_TEMPORAL_NAMESPACE"])  # fmt: skip
+            await client.get_workflow_handle("t1").terminate(reason="an operator")
+
+        asyncio.run(terminate())
+        result = zett("runs", "result", "t1", env=env)
+        assert result.returncode == 1, result.stderr
+        assert result.stderr.count("\n") == 1, result.stderr
+        assert "ended with no answer" in result.stderr and "an operator" in result.stderr
+        status = json.loads(zett("runs", "status", "t1", env=env).stdout)
+        assert status["status"] == "ERROR", status
 
 
 UNREACHABLE = [

@@ -12,7 +12,10 @@ spinners and errors go to stderr. ``NO_COLOR`` turns colour off.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -275,6 +278,26 @@ def _name_docs_page(command: Any, page: str) -> None:
         _name_docs_page(sub, page)
 
 
+def leave_without_finalizing_temporal(code: object) -> None:
+    """End a command that used Temporal's client here, with exit status ``code``,
+    without finalizing the interpreter. temporalio's native core keeps threads
+    that can abort a finalizing interpreter ("Fatal Python error:
+    PyGILState_Release", SIGABRT, exit -6 after the command had printed its
+    answer; temporalio/sdk-python#300, open), so once its bridge is loaded the
+    command flushes its output and logs and leaves with ``os._exit``. Returns
+    (the normal exit follows) when temporalio was not used."""
+    if "temporalio.bridge.temporal_sdk_bridge" not in sys.modules:
+        return
+    status = 0 if code is None else code if isinstance(code, int) else 1
+    if not isinstance(code, int | None):
+        print(code, file=sys.stderr)
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(status)
+
+
 class OneLineCommands(typer.core.TyperGroup):
     """``zett --help`` lists each command with the first sentence of its help,
     whole (wrapped when long), never cut off with "..." as click's default does.
@@ -285,6 +308,13 @@ class OneLineCommands(typer.core.TyperGroup):
         self.epilog = self.epilog or ROOT_EPILOG
         for name, command in self.commands.items():
             _name_docs_page(command, DOCS_PAGES.get(name, DOCS_PAGE))
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().main(*args, **kwargs)
+        except SystemExit as done:
+            leave_without_finalizing_temporal(done.code)
+            raise
 
     def make_context(self, *args: Any, **kwargs: Any) -> Any:
         try:

@@ -73,7 +73,7 @@ def _with_runs(
         extra = "temporal" if engine.temporal else "durable"
         _err().print(f"this command needs the extra: pip install 'zett-agent[{extra}]' ({error})")
         raise typer.Exit(2) from error
-    from zett_agent.durable._runs import NotOnThisEngineError, RunCancelledError
+    from zett_agent.durable._runs import NotOnThisEngineError, RunCancelledError, RunFailedError
     from zett_agent.errors import ConfigError
 
     async def main() -> _T:
@@ -87,7 +87,7 @@ def _with_runs(
     except NotOnThisEngineError as error:
         _err().print(f"✖ {error}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2) from error
-    except (ConfigError, RunCancelledError) as error:
+    except (ConfigError, RunCancelledError, RunFailedError) as error:
         _err().print(f"✖ {error}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(1) from error
 

@@ -106,6 +106,7 @@ async def _serve(
             namespace=engine.namespace,
             task_queue=engine.task_queue,
             max_concurrent_runs=concurrency,
+            identity=executor_id,
         )
         if engine.temporal
         else DurableConfig(
@@ -193,7 +194,7 @@ class EngineChoice:
 
     @property
     def temporal(self) -> bool:
-        return self.name is EngineName.temporal
+        return EngineName(self.name) is EngineName.temporal  # a plain 'temporal' too
 
 
 def not_on_temporal(what: str, why: str) -> NoReturn:

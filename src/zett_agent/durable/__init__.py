@@ -23,7 +23,7 @@ This package imports the core and is never imported by it.
 
 from zett_agent.durable._agent import DurableAgent, new_run_id
 from zett_agent.durable._approvals import DECIDED_WORKFLOW_NAME, decided_run_id
-from zett_agent.durable._runs import DurableRuns, RunCancelledError, RunInfo
+from zett_agent.durable._runs import DurableRuns, RunCancelledError, RunFailedError, RunInfo
 from zett_agent.durable._runtime import (
     APP_NAME,
     QUEUE_NAME,
@@ -48,6 +48,7 @@ __all__ = [
     "DurableConfig",
     "DurableRuns",
     "RunCancelledError",
+    "RunFailedError",
     "RunInfo",
     "TemporalConfig",
     "TemporalRuns",

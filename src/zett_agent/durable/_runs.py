@@ -166,6 +166,12 @@ class RunCancelledError(ZettError):
     """The awaited run was cancelled (``zett runs cancel``): it has no final message."""
 
 
+class RunFailedError(ZettError):
+    """The awaited run ended with no final message and no zett error to re-raise:
+    on Temporal a workflow terminated (``temporal workflow terminate``) or timed
+    out; the message names which, with the engine's reason."""
+
+
 class NotOnThisEngineError(ConfigError):
     """An operation the engine of these runs does not have (on Temporal:
     ``resume``, ``recover_executor``); nothing was done."""

@@ -319,6 +319,9 @@ class TemporalConfig:
         task_timeout: Temporal's workflow task timeout: how soon another worker
             takes a run over when this one died mid-step (seconds).
         step_timeout: longest a step (a model call, a tool call) may take (seconds).
+        identity: this worker's name in Temporal (what a run's history and
+            ``zett runs status`` show as the worker that took it; None: the SDK's
+            ``pid@host``); ``zett worker --executor-id`` sets it.
     """
 
     address: str | None = None
@@ -328,6 +331,7 @@ class TemporalConfig:
     max_concurrent_runs: int | None = None
     task_timeout: float = 10.0
     step_timeout: float = 24 * 3600.0
+    identity: str | None = None
 
     @property
     def target(self) -> str:

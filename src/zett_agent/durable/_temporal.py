@@ -129,6 +129,10 @@ _FAILED: dict[str, BaseException] = {}
 _ACTIVE: set[asyncio.Task[Any]] = set()
 """The tasks of the steps running in this process (a stopping worker cancels them:
 Temporal's worker shutdown waits for a local activity to end on its own)."""
+_STOPPING: list[bool] = [False]
+"""Whether this process's worker is stopping: a step cancelled then is the
+worker's stop (the workflow task fails, a live worker redoes the step), one
+cancelled otherwise is the run's cancel (the run ends CANCELLED)."""
 _STEP_TIMEOUT: list[float] = [24 * 3600.0]
 _TASK_TIMEOUT: list[float] = [10.0]
 _FLUSH = timedelta(milliseconds=1)
@@ -147,6 +151,9 @@ async def run_step(token: str) -> Any:
     function = _PENDING.pop(token, None)
     if function is None:  # pragma: no cover - a local activity runs where it was registered
         raise RuntimeError(f"step {token!r} is not registered in this worker")
+    if _STOPPING[0]:  # scheduled while the worker stops: a live worker runs it
+        _FAILED[token] = asyncio.CancelledError()
+        raise asyncio.CancelledError
     task = asyncio.current_task()
     if task is not None:
         _ACTIVE.add(task)
@@ -170,6 +177,7 @@ def _cancel_steps() -> None:
     result (a model stream cut by the stop is not its answer); the workflow task
     fails and a worker makes the step again from the history, as DBOS redoes an
     unrecorded step."""
+    _STOPPING[0] = True
     for step_task in list(_ACTIVE):
         step_task.cancel()
 
@@ -216,7 +224,9 @@ async def temporal_step(name: str, function: Callable[[], Coroutine[Any, Any, _T
     except FailureError as error:  # ApplicationError (the step raised), ActivityError
         failed = _FAILED.pop(token, None)
         if isinstance(failed, asyncio.CancelledError) or _cancelled(error):
-            raise StepCancelled(name) from None
+            if _STOPPING[0]:
+                raise StepCancelled(name) from None
+            raise asyncio.CancelledError from None  # the run was cancelled
         if failed is not None:
             raise failed from None
         raise error
@@ -227,12 +237,17 @@ async def temporal_step(name: str, function: Callable[[], Coroutine[Any, Any, _T
         # completes: a timer completes it, so this step is recorded before the next
         # one starts (a tool never runs before its marker is in the history).
         # Appends are keyed: one repeated after a crash stores nothing twice.
-        await workflow.execute_activity(
-            recorded,
-            # a worker that died holding it: another runs it after the task timeout
-            start_to_close_timeout=timedelta(seconds=_TASK_TIMEOUT[0]),
-            retry_policy=RetryPolicy(maximum_attempts=0),  # a no-op: retried until it runs
-        )
+        try:
+            await workflow.execute_activity(
+                recorded,
+                # a worker that died holding it: another runs it after the task timeout
+                start_to_close_timeout=timedelta(seconds=_TASK_TIMEOUT[0]),
+                retry_policy=RetryPolicy(maximum_attempts=0),  # a no-op: retried until it runs
+            )
+        except FailureError as error:
+            if _cancelled(error):  # the run was cancelled while its step was recorded
+                raise asyncio.CancelledError from None
+            raise
     return result
 
 
@@ -537,6 +552,8 @@ async def launch_temporal(config: TemporalConfig) -> None:
         options: dict[str, Any] = {}
         if config.max_concurrent_runs is not None:
             options["max_concurrent_workflow_tasks"] = config.max_concurrent_runs
+        if config.identity is not None:
+            options["identity"] = config.identity
         state.worker = Worker(
             client,
             task_queue=config.task_queue,
@@ -546,6 +563,7 @@ async def launch_temporal(config: TemporalConfig) -> None:
             **options,
         )
         state.task = asyncio.create_task(state.worker.run())
+    _STOPPING[0] = False
     _RUNNING[:] = [state]
 
 

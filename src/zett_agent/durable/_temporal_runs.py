@@ -26,8 +26,9 @@ Temporal                           zett
 Temporal has no queue state apart from running, so a run no worker took yet is
 ``PENDING`` too (never ``ENQUEUED``), and ``list_runs(status="ENQUEUED")`` or
 ``"MAX_RECOVERY_ATTEMPTS_EXCEEDED"`` is empty. A run's ``executor_id`` is the
-identity of the last worker that took one of its workflow tasks (the SDK's
-``pid@host``), and its prompt is read from its history: both are known in
+identity of the last worker that took one of its workflow tasks
+(``TemporalConfig.identity``, which ``zett worker --executor-id`` sets; else the
+SDK's ``pid@host``), and its prompt is read from its history: both are known in
 :meth:`TemporalRuns.status`, None in lists.
 
 A run's agent and session are in the workflow's memo (``agent``,
@@ -52,6 +53,7 @@ from zett_agent.durable._runs import (
     DecidingRuns,
     NotOnThisEngineError,
     RunCancelledError,
+    RunFailedError,
     RunInfo,
 )
 from zett_agent.durable._runtime import DEFAULT_TASK_QUEUE, WORKFLOW_NAME, TemporalConfig
@@ -317,7 +319,8 @@ class TemporalRuns(DecidingRuns):
     async def result(self, run_id: str) -> AssistantMessage:
         """Wait for the run to end and return its final message; raises the run's
         error (zett's class and fields when it was a zett error),
-        :class:`RunCancelledError` for a cancelled run."""
+        :class:`RunCancelledError` for a cancelled run, :class:`RunFailedError` for
+        one terminated or timed out."""
         from temporalio.client import WorkflowFailureError
         from temporalio.exceptions import CancelledError
 
@@ -330,8 +333,10 @@ class TemporalRuns(DecidingRuns):
                 if isinstance(error.cause, CancelledError):
                     raise RunCancelledError(f"run {run_id!r} was cancelled") from None
                 mapped = _zett_error(error)
-                if mapped is error:
-                    raise
+                if mapped is error:  # terminated, timed out: no zett error inside
+                    cause = error.cause
+                    why = f"{type(cause).__name__}: {cause}" if cause is not None else str(error)
+                    raise RunFailedError(f"run {run_id!r} ended with no answer ({why})") from error
                 raise mapped from error
         return final_of(str(output))
 

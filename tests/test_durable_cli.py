@@ -390,3 +390,25 @@ def test_a_namespace_that_does_not_exist_is_one_line_and_exit_1(
     }
     worker = zett("worker", "--agent", "durable_factory:make_plain", env=worker_env)
     assert (worker.returncode, worker.stderr.strip(), worker.stdout) == (1, said, "")
+
+
+def test_the_app_run_inside_a_process_returns_after_using_temporal(tmp_path: Path) -> None:
+    """Only the ``zett`` entry (``zett_agent.cli:main``) leaves without finalizing
+    once temporalio was used (its native threads can abort a finalizing
+    interpreter); ``app`` run inside a host or a test (CliRunner) returns, so the
+    process goes on (it killed the test workers that ran it, when ``app`` did)."""
+    pytest.importorskip("temporalio", reason="the Temporal engine needs the 'temporal' extra")
+    import socket
+
+    from typer.testing import CliRunner
+
+    from zett_agent.cli import app
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{probe.getsockname()[1]}"
+    args = ["runs", "status", "r1", "--engine", "temporal", "--temporal-address", address,
+            "--sessions", str(tmp_path / "s.sqlite3")]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert "temporalio.bridge.temporal_sdk_bridge" in sys.modules  # temporalio was used
+    assert result.exit_code == 1, result.output

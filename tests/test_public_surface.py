@@ -26,7 +26,7 @@ PUBLIC_MODULES = [
     "zett_agent",
     "zett_agent.a2a",  # A2A 1.0: create_a2a_app, A2AAgentTool (the serve and a2a extras)
     "zett_agent.approvals",  # the README's path of the approval names (a re-export)
-    "zett_agent.cli",  # the `zett` command (`zett_agent.cli:app`)
+    "zett_agent.cli",  # the `zett` command (`zett_agent.cli:main`)
     "zett_agent.demo_tools",  # `zett run --tools demo`, used in the README
     "zett_agent.durable",
     "zett_agent.errors",  # the exception tree

@@ -20,6 +20,6 @@ from zett_agent.cli import (  # noqa: F401  (each registers its commands)
     _sessions,
     _worker,
 )
-from zett_agent.cli._main import EXIT_CODES, app
+from zett_agent.cli._main import EXIT_CODES, app, main
 
-__all__ = ["EXIT_CODES", "app"]
+__all__ = ["EXIT_CODES", "app", "main"]

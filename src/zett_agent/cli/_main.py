@@ -285,7 +285,9 @@ def leave_without_finalizing_temporal(code: object) -> None:
     PyGILState_Release", SIGABRT, exit -6 after the command had printed its
     answer; temporalio/sdk-python#300, open), so once its bridge is loaded the
     command flushes its output and logs and leaves with ``os._exit``. Returns
-    (the normal exit follows) when temporalio was not used."""
+    (the normal exit follows) when temporalio was not used. Only :func:`main`,
+    the process's own entry, calls it (never ``app`` run in a host or a test's
+    CliRunner, whose process goes on)."""
     if "temporalio.bridge.temporal_sdk_bridge" not in sys.modules:
         return
     status = 0 if code is None else code if isinstance(code, int) else 1
@@ -308,13 +310,6 @@ class OneLineCommands(typer.core.TyperGroup):
         self.epilog = self.epilog or ROOT_EPILOG
         for name, command in self.commands.items():
             _name_docs_page(command, DOCS_PAGES.get(name, DOCS_PAGE))
-
-    def main(self, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return super().main(*args, **kwargs)
-        except SystemExit as done:
-            leave_without_finalizing_temporal(done.code)
-            raise
 
     def make_context(self, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -443,3 +438,13 @@ def err_console() -> Console:
     """The console for notices, tool lines, spinners and errors (stderr), its text
     always shown safe (:func:`_safe_console`)."""
     return _safe_console(stderr=True, highlight=False, no_color=_no_color())
+
+
+def main() -> None:
+    """The ``zett`` command: the console script and ``python -m zett_agent.cli``
+    (``app`` with the process's exit; see :func:`leave_without_finalizing_temporal`)."""
+    try:
+        app()
+    except SystemExit as done:
+        leave_without_finalizing_temporal(done.code)
+        raise

@@ -239,6 +239,24 @@ def test_runs_approve_hands_the_decision_to_a_worker_once(
         assert server.remaining == 0
 
 
+def run_in_its_slow_tool(
+    engine: Engine, tmp_path: Path, model_url: str, worker_of: list[Worker], run_id: str
+) -> dict[str, str]:
+    """A worker, and run ``run_id`` submitted to it, once its tool (``slow_note``,
+    6 s) has started; the environment of the commands."""
+    env = {**base_env(engine, tmp_path, model_url), "ZETT_TEST_TOOL_SECONDS": "6"}
+    worker_of.append(Worker("durable_factory:make_plain", env))
+    started = zett("submit", "--agent", "noter", "--new-session", "s", "--run-id", run_id,
+                   "note x", env=env)  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    effects = tmp_path / "effects.log"
+    deadline = time.monotonic() + 60
+    while not effects.exists():
+        assert time.monotonic() < deadline, "the tool never started"
+        time.sleep(0.05)
+    return env
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_a_cancelled_run_is_said_cancelled(
@@ -251,17 +269,7 @@ def test_a_cancelled_run_is_said_cancelled(
         chat("Noted x.", finish="stop"),
     ]
     with ReplayServer(replies) as server:
-        env = {**base_env(engine, tmp_path, server.url), "ZETT_TEST_TOOL_SECONDS": "6"}
-        worker = Worker("durable_factory:make_plain", env)
-        worker_of.append(worker)
-        started = zett("submit", "--agent", "noter", "--new-session", "s", "--run-id", "c1",
-                       "note x", env=env)  # fmt: skip
-        assert started.returncode == 0, started.stderr
-        effects = tmp_path / "effects.log"
-        deadline = time.monotonic() + 60
-        while not effects.exists():
-            assert time.monotonic() < deadline, "the tool never started"
-            time.sleep(0.05)
+        env = run_in_its_slow_tool(engine, tmp_path, server.url, worker_of, "c1")
         cancelled = zett("runs", "cancel", "c1", env=env)
         assert (cancelled.returncode, cancelled.stdout.strip()) == (0, "cancelled c1")
         deadline = time.monotonic() + 60
@@ -293,17 +301,7 @@ def test_a_terminated_temporal_run_is_said_ended_with_no_answer(
 
     replies = [chat("Noting.", (("c1", "slow_note", '{"text": "x"}'),), "tool_calls")]
     with ReplayServer(replies) as server:
-        env = {**base_env(engine, tmp_path, server.url), "ZETT_TEST_TOOL_SECONDS": "6"}
-        worker = Worker("durable_factory:make_plain", env)
-        worker_of.append(worker)
-        started = zett("submit", "--agent", "noter", "--new-session", "s", "--run-id", "t1",
-                       "note x", env=env)  # fmt: skip
-        assert started.returncode == 0, started.stderr
-        effects = tmp_path / "effects.log"
-        deadline = time.monotonic() + 60
-        while not effects.exists():
-            assert time.monotonic() < deadline, "the tool never started"
-            time.sleep(0.05)
+        env = run_in_its_slow_tool(engine, tmp_path, server.url, worker_of, "t1")
 
         async def terminate() -> None:
             client = await Client.connect(env["ZETT_TEMPORAL_ADDRESS"], namespace=env[

@@ -26,10 +26,9 @@ import pytest
 pytest.importorskip("temporalio", reason="the Temporal engine needs the 'temporal' extra")
 
 from durable_engines import Engine, engine, launched, temporal_server
-from zett_agent import Agent, AgentRunConfig, Extension, ToolCall, Tripwire
-from zett_agent.approvals import approve, requires_approval
+from durable_weather import weather_agent
+from zett_agent.approvals import approve
 from zett_agent.durable import DurableAgent
-from zett_agent.testing import ScriptedModel, reply
 
 __all__ = ["engine", "launched", "temporal_server"]  # the fixtures this module uses
 
@@ -113,46 +112,6 @@ def reads() -> Iterator[list[tuple[str, str]]]:
     finally:
         sys.setprofile(None)
         threading.setprofile(None)  # type: ignore[arg-type]
-
-
-def book(city: str) -> str:
-    """Book a trip (waits for approval).
-
-    Args:
-        city: where to.
-    """
-    return f"booked {city}"
-
-
-def lookup(city: str) -> str:
-    """Look up the weather.
-
-    Args:
-        city: the city.
-    """
-    return f"sunny in {city}"
-
-
-class Counting(Extension):
-    """An extension with a hook (a step of its own in a durable run)."""
-
-    def after_tool(self, call: ToolCall, result: Any) -> None:
-        return None
-
-
-def polite(text: object) -> Tripwire | None:
-    """An input guardrail that never trips (its verdict is a step)."""
-    return None
-
-
-def weather_agent() -> Agent:
-    model = ScriptedModel(
-        reply("Looking.", [ToolCall("c1", "lookup", '{"city": "Paris"}')]),
-        reply("Booking.", [ToolCall("c2", "book", '{"city": "Paris"}')]),
-        reply("Booked Paris."),
-    )
-    config = AgentRunConfig("weather", input_guardrails=[polite])
-    return Agent(model, config, [lookup, requires_approval(book)], extensions=[Counting()])
 
 
 async def test_workflow_code_reads_no_clock_random_or_uuid(

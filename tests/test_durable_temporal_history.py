@@ -17,17 +17,15 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 pytest.importorskip("temporalio", reason="the Temporal engine needs the 'temporal' extra")
 
 from durable_engines import Engine, engine, launched, temporal_server
-from zett_agent import Agent, AgentRunConfig, Extension, ToolCall, Tripwire
-from zett_agent.approvals import approve, requires_approval
+from durable_weather import weather_agent
+from zett_agent.approvals import approve
 from zett_agent.durable import DurableAgent
-from zett_agent.testing import ScriptedModel, reply
 
 __all__ = ["engine", "launched", "temporal_server"]  # the fixtures this module uses
 
@@ -41,46 +39,6 @@ RECORDED = HISTORIES / "weather_approved.json"
 """A run that reads the session, checks a guardrail, calls the model, runs a tool
 (marker, call, a hook), asks again, and ends waiting for approval; then its
 continuation, which runs the approved call and asks the model once more."""
-
-
-def lookup(city: str) -> str:
-    """Look up the weather.
-
-    Args:
-        city: the city.
-    """
-    return f"sunny in {city}"
-
-
-def book(city: str) -> str:
-    """Book a trip (waits for approval).
-
-    Args:
-        city: where to.
-    """
-    return f"booked {city}"
-
-
-class Hooked(Extension):
-    """An extension with a hook (a step of its own in a durable run)."""
-
-    def after_tool(self, call: ToolCall, result: Any) -> None:
-        return None
-
-
-def polite(text: object) -> Tripwire | None:
-    """An input guardrail that never trips (its verdict is a step)."""
-    return None
-
-
-def weather_agent() -> Agent:
-    model = ScriptedModel(
-        reply("Looking.", [ToolCall("c1", "lookup", '{"city": "Paris"}')]),
-        reply("Booking.", [ToolCall("c2", "book", '{"city": "Paris"}')]),
-        reply("Booked Paris."),
-    )
-    config = AgentRunConfig("weather", input_guardrails=[polite])
-    return Agent(model, config, [lookup, requires_approval(book)], extensions=[Hooked()])
 
 
 async def _history_json(run_id: str) -> str:
